@@ -1,0 +1,1 @@
+"""iclr26-repro: reproduction notebooks for ICLR 2026 papers."""

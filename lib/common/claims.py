@@ -1,0 +1,215 @@
+"""The claims ledger: each checkable sentence of a paper, its measured value and its verdict.
+
+``claims.json`` has the shape other tools read::
+
+    {"paper": slug, "mode": "quick"|"full", "seed": int,
+     "claims": [{"id", "statement", "paper_value", "measured", "comparison", "threshold",
+                 "holds": bool, "expected": bool}]}
+
+``expected`` says whether the claim is expected to hold in this run's mode. :meth:`ClaimsLedger.finalize`
+writes the file and raises :class:`ClaimsNotReproduced` when an expected claim does not hold, so a
+regression fails nbval and the runner.
+"""
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+COMPARISONS = ("<=", "<", ">=", ">", "==", "!=", "in")
+
+
+class ClaimsNotReproduced(AssertionError):
+    """An expected claim did not hold in this run."""
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars/arrays -> plain Python values for JSON and printing."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return _plain(value.tolist())
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)
+
+
+def _fmt(value: Any) -> str:
+    value = _plain(value)
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def compare(measured: Any, comparison: str, threshold: Any) -> bool:
+    """Whether ``measured <comparison> threshold`` holds; NaN or missing never holds."""
+    m, t = _plain(measured), _plain(threshold)
+    if m is None or (isinstance(m, float) and math.isnan(m)):
+        return False
+    if comparison == "in":
+        lo, hi = t
+        return bool(lo <= m <= hi)
+    ops = {
+        "<=": lambda a, b: a <= b,
+        "<": lambda a, b: a < b,
+        ">=": lambda a, b: a >= b,
+        ">": lambda a, b: a > b,
+        "==": lambda a, b: a == b,
+        "!=": lambda a, b: a != b,
+    }
+    return bool(ops[comparison](m, t))
+
+
+def write_json_atomic(path: Path, payload: Any) -> None:
+    """Write JSON so that readers never see a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(payload, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class ClaimsLedger:
+    """Collects claims during a run; ``finalize()`` shows the table, writes ``claims.json`` and judges."""
+
+    def __init__(self, paper: str, mode: str, seed: int, out_dir: Optional[Path] = None):
+        if mode not in ("quick", "full"):
+            raise ValueError(f"parameter 'mode' got {mode!r}; allowed: 'quick', 'full'")
+        self.paper, self.mode, self.seed = paper, mode, int(seed)
+        self.out_dir = Path(out_dir) if out_dir is not None else None
+        self.claims: list[dict] = []
+
+    def check(
+        self,
+        id: str,
+        statement: str,
+        *,
+        paper_value: Any,
+        measured: Any,
+        comparison: str,
+        threshold: Any,
+        expected_in: Iterable[str] = ("quick", "full"),
+        quiet: bool = False,
+    ) -> bool:
+        """Record one claim and print its verdict line; returns whether it holds.
+
+        ``comparison`` is one of ``<=, <, >=, >, ==, !=, in`` (``in``: threshold is ``[lo, hi]``).
+        ``expected_in`` lists the modes in which the claim is expected to hold.
+        """
+        if comparison not in COMPARISONS:
+            raise ValueError(f"claim {id!r}: comparison {comparison!r} not in {COMPARISONS}")
+        if comparison == "in" and not (isinstance(threshold, (list, tuple)) and len(threshold) == 2):
+            raise ValueError(f"claim {id!r}: comparison 'in' needs threshold [lo, hi]")
+        expected_in = tuple(expected_in)
+        bad = [m for m in expected_in if m not in ("quick", "full")]
+        if bad:
+            raise ValueError(f"claim {id!r}: expected_in has unknown mode(s) {bad}; allowed: 'quick', 'full'")
+        if any(c["id"] == id for c in self.claims):
+            raise ValueError(f"claim {id!r} was already checked in this run")
+        holds = compare(measured, comparison, threshold)
+        expected = self.mode in expected_in
+        record = {
+            "id": str(id),
+            "statement": str(statement),
+            "paper_value": _plain(paper_value),
+            "measured": _plain(measured),
+            "comparison": comparison,
+            "threshold": _plain(threshold),
+            "holds": holds,
+            "expected": expected,
+        }
+        self.claims.append(record)
+        if not quiet:
+            print(self.verdict_line(record))
+        return holds
+
+    @staticmethod
+    def verdict(record: dict) -> str:
+        if record["holds"]:
+            return "reproduced"
+        return "NOT REPRODUCED" if record["expected"] else "not reproduced (not expected in this mode)"
+
+    def verdict_line(self, record: dict) -> str:
+        return (
+            f"[{record['id']}] {self.verdict(record)}: measured {_fmt(record['measured'])} "
+            f"{record['comparison']} {_fmt(record['threshold'])} (paper: {_fmt(record['paper_value'])})"
+        )
+
+    def to_dict(self) -> dict:
+        return {"paper": self.paper, "mode": self.mode, "seed": self.seed, "claims": list(self.claims)}
+
+    def table(self):
+        import pandas as pd
+
+        rows = [
+            {
+                "id": c["id"],
+                "claim": c["statement"],
+                "paper": _fmt(c["paper_value"]),
+                "measured": _fmt(c["measured"]),
+                "test": f"{c['comparison']} {_fmt(c['threshold'])}",
+                "expected in " + self.mode: "yes" if c["expected"] else "no",
+                "verdict": self.verdict(c),
+            }
+            for c in self.claims
+        ]
+        return pd.DataFrame(rows).set_index("id") if rows else pd.DataFrame()
+
+    def write(self, out_dir: Optional[Path] = None) -> Path:
+        target = Path(out_dir) if out_dir is not None else self.out_dir
+        if target is None:
+            raise ValueError("ClaimsLedger has no out_dir to write claims.json to")
+        path = target / "claims.json"
+        write_json_atomic(path, self.to_dict())
+        return path
+
+    def failures(self) -> list[dict]:
+        return [c for c in self.claims if c["expected"] and not c["holds"]]
+
+    def finalize(self, display: bool = True):
+        """Show the table, write ``claims.json``; raise if a claim expected in this mode did not hold."""
+        if not self.claims:
+            raise ValueError(f"{self.paper}: the ledger holds no claims")
+        table = self.table()
+        if display:
+            try:
+                from IPython.display import display as _display
+
+                _display(table)
+            except ImportError:  # pragma: no cover - IPython is a dependency
+                print(table.to_string())
+        path = self.write() if self.out_dir is not None else None
+        held = sum(c["holds"] for c in self.claims)
+        expected = sum(c["expected"] for c in self.claims)
+        print(
+            f"{self.paper} ({self.mode}, seed {self.seed}): {held}/{len(self.claims)} claims reproduced; "
+            f"{expected} expected in {self.mode} mode" + (f"; written to {path}" if path else "")
+        )
+        failed = self.failures()
+        if failed:
+            raise ClaimsNotReproduced(
+                f"{len(failed)} claim(s) expected in {self.mode} mode did not hold: "
+                + "; ".join(self.verdict_line(c) for c in failed)
+            )
+        return table

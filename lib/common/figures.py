@@ -1,0 +1,67 @@
+"""The suite's one figure style, and saving figures as PNG plus a vector (SVG) copy with a small stamp."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterable, Optional
+
+_NAME = re.compile(r"fig\d+[a-z]?_[a-z0-9_]+")
+STYLE = {
+    "figure.dpi": 100,
+    "savefig.dpi": 130,
+    "figure.figsize": (7.0, 4.2),
+    "axes.titlesize": 11,
+    "axes.labelsize": 10,
+    "legend.fontsize": 8.5,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.fonttype": "none",
+}
+
+
+def set_style() -> None:
+    """Apply the suite's style (seaborn whitegrid, colour-blind palette, compact fonts)."""
+    import matplotlib as mpl
+    import seaborn as sns
+
+    sns.set_theme(context="notebook", style="whitegrid", palette="colorblind", rc=STYLE)
+    mpl.rcParams.update(STYLE)
+
+
+def save_figure(
+    fig,
+    name: str,
+    cfg=None,
+    *,
+    out_dir: Optional[Path] = None,
+    paper: Optional[str] = None,
+    mode: Optional[str] = None,
+    seed: Optional[int] = None,
+    formats: Iterable[str] = ("png", "svg"),
+) -> Path:
+    """Stamp ``fig`` with paper, mode and seed, save it as ``figures/<name>.png`` (and ``.svg``).
+
+    Pass the run's ``cfg`` (a :class:`~lib.common.config.RunConfig`) or ``out_dir``/``paper``/``mode``/``seed``.
+    ``name`` looks like ``fig3_benchmark``. Returns the PNG's path.
+    """
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"figure name {name!r} must look like 'fig3_benchmark' (fig<k>_<what>, lower case)")
+    if cfg is not None:
+        out_dir, paper, mode, seed = cfg.out_dir, cfg.paper, cfg.mode, cfg.seed
+    if out_dir is None:
+        raise ValueError("save_figure needs cfg or out_dir")
+    folder = Path(out_dir) / "figures"
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp = " · ".join(s for s in (paper, f"mode={mode}" if mode else None,
+                                    f"seed={seed}" if seed is not None else None) if s)
+    if stamp and not getattr(fig, "_iclr26_stamped", False):
+        fig.text(0.995, 0.003, stamp, ha="right", va="bottom", fontsize=6, color="0.45")
+        fig._iclr26_stamped = True
+    paths = []
+    for fmt in formats:
+        path = folder / f"{name}.{fmt}"
+        fig.savefig(path, bbox_inches="tight")
+        paths.append(path)
+    return paths[0]

@@ -1,0 +1,81 @@
+"""Parameter checks with messages that name the parameter, the bad value and what is allowed."""
+from __future__ import annotations
+
+import numbers
+from pathlib import Path
+from typing import Any, Iterable
+
+
+def _fail(name: str, value: Any, allowed: str) -> ValueError:
+    return ValueError(f"parameter {name!r} got {value!r}; allowed: {allowed}")
+
+
+def check_choice(name: str, value: Any, allowed: Iterable[Any]) -> Any:
+    """Return ``value`` if it is one of ``allowed``, else raise ``ValueError``."""
+    allowed = list(allowed)
+    if value not in allowed:
+        raise _fail(name, value, "one of " + ", ".join(repr(a) for a in allowed))
+    return value
+
+
+def _bounds_text(kind: str, lo, hi, lo_open: bool, hi_open: bool) -> str:
+    parts = []
+    if lo is not None:
+        parts.append(f"{'>' if lo_open else '>='} {lo}")
+    if hi is not None:
+        parts.append(f"{'<' if hi_open else '<='} {hi}")
+    return kind + ((" " + " and ".join(parts)) if parts else "")
+
+
+def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
+    """An integer (bools refused) within ``[lo, hi]``."""
+    ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if ok and (lo is None or value >= lo) and (hi is None or value <= hi):
+        return int(value)
+    raise _fail(name, value, _bounds_text("an integer", lo, hi, False, False))
+
+
+def check_float(
+    name: str,
+    value: Any,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_open: bool = False,
+    hi_open: bool = False,
+) -> float:
+    """A real number (ints accepted, bools and NaN refused) within the given bounds."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value
+    if ok:
+        v = float(value)
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            ok = False
+        if hi is not None and (v >= hi if hi_open else v > hi):
+            ok = False
+        if ok:
+            return v
+    raise _fail(name, value, _bounds_text("a number", lo, hi, lo_open, hi_open))
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _fail(name, value, "True or False")
+
+
+def check_seed(name: str, value: Any) -> int:
+    return check_int(name, value, lo=0, hi=2**32 - 1)
+
+
+def check_path(name: str, value: Any, *, must_exist: bool = True, allow_none: bool = True) -> Path | None:
+    """A path to an existing file or folder (``None`` allowed by default: use the offline stand-in)."""
+    if value is None:
+        if allow_none:
+            return None
+        raise _fail(name, value, "a path (str)")
+    if not isinstance(value, (str, Path)) or str(value) == "":
+        raise _fail(name, value, "None or a path (str)" if allow_none else "a path (str)")
+    p = Path(value).expanduser()
+    if must_exist and not p.exists():
+        raise ValueError(f"parameter {name!r} got {str(value)!r}; no such file or folder")
+    return p
