@@ -1,0 +1,210 @@
+"""Command line: ``python -m lib run|list|gallery|readme|strip``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional
+
+from . import gallery, registry
+from .common.paths import project_root, reports_dir
+from .runner import OFFLINE_ENV, ParameterError, execute, make_specs, parse_param
+
+
+def _seeds(args) -> list[int]:
+    if args.seed is not None and args.seeds is not None:
+        raise ParameterError("give --seed or --seeds, not both")
+    if args.seeds is not None:
+        try:
+            seeds = [int(s) for s in args.seeds.split(",") if s.strip() != ""]
+        except ValueError:
+            raise ParameterError(f"parameter 'seeds' got {args.seeds!r}; allowed: integers like 0,1,2") from None
+        if not seeds:
+            raise ParameterError("parameter 'seeds' is empty; allowed: integers like 0,1,2")
+        if len(set(seeds)) != len(seeds):
+            raise ParameterError(f"parameter 'seeds' got {args.seeds!r}; seeds must be distinct")
+        return seeds
+    return [args.seed if args.seed is not None else 0]
+
+
+def _targets(args) -> list[tuple[str, Path]]:
+    if args.all and args.papers:
+        raise ParameterError("give paper slugs or --all, not both")
+    if args.all:
+        return [(p.slug, p.notebook_path) for p in registry.papers() if p.notebook]
+    if not args.papers:
+        raise ParameterError("name at least one paper (see `python -m lib list`) or pass --all")
+    out = []
+    for name in args.papers:
+        if name.endswith(".ipynb"):
+            path = Path(name).resolve()
+            if not path.exists():
+                raise ParameterError(f"no notebook at {name}")
+            out.append((path.stem, path))
+            continue
+        try:
+            paper = registry.get(name)
+        except KeyError as exc:
+            raise ParameterError(str(exc.args[0])) from None
+        if not paper.notebook_path.exists():
+            raise ParameterError(f"{name} is planned: it has no notebook yet")
+        out.append((paper.slug, paper.notebook_path))
+    return out
+
+
+def cmd_run(args) -> int:
+    import os
+
+    os.environ.update(OFFLINE_ENV)
+    try:
+        targets = _targets(args)
+        params = dict(parse_param(p) for p in (args.param or []))
+        # `-p mode=...` / `-p seed=...` are accepted as spellings of --mode / --seed
+        if "mode" in params:
+            if args.mode is not None:
+                raise ParameterError("give the mode once: --mode or -p mode=..., not both")
+            args.mode = params.pop("mode")
+        if "seed" in params:
+            if args.seed is not None or args.seeds is not None:
+                raise ParameterError("give the seed once: --seed/--seeds or -p seed=..., not both")
+            args.seed = params.pop("seed")
+        args.mode = "quick" if args.mode is None else args.mode
+        seeds = _seeds(args)
+        out = Path(args.out).resolve() if args.out else reports_dir()
+        specs = make_specs(targets, mode=args.mode, seeds=seeds, params=params, out=out, timeout_s=args.timeout)
+    except ParameterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"running {len(specs)} run(s) of {len(targets)} notebook(s) in {args.mode} mode, seeds "
+          f"{','.join(map(str, seeds))} -> {out}", flush=True)
+    records = execute(specs, jobs=args.jobs, executor=args.executor, scheduler=args.scheduler,
+                      show_progress=not args.no_progress)
+    index, claims = gallery.build(out)
+    _print_scoreboard(records, out)
+    failed = [r for r in records if r["status"] != "ok"]
+    print(f"\n{len(records) - len(failed)}/{len(records)} run(s) ok. Gallery: {index}  Scoreboard: {claims}")
+    for r in failed:
+        err = r.get("error") or {}
+        print(f"FAILED {r['paper']} [{r['mode']}, seed {r['seed']}]: {err.get('ename')}: "
+              f"{(err.get('evalue') or '').strip()[:500]}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _print_scoreboard(records: list[dict], out: Path) -> None:
+    import json
+
+    by_paper: dict[tuple, dict] = {}
+    for r in records:
+        key = (r["paper"], r["mode"])
+        claims_path = out / r["paper"] / f"{r['mode']}-seed{r['seed']}" / "claims.json"
+        try:
+            claims = json.loads(claims_path.read_text())["claims"]
+        except (OSError, ValueError, KeyError):
+            claims = []
+        table = by_paper.setdefault(key, {"runs": 0})
+        table["runs"] += 1
+        for c in claims:
+            row = table.setdefault(c["id"], {"held": 0, "seen": 0, "expected": c["expected"]})
+            row["seen"] += 1
+            row["held"] += bool(c["holds"])
+    if not by_paper:
+        return
+    print("\nClaims held per seed:")
+    for (paper, mode), table in by_paper.items():
+        runs = table.pop("runs")
+        print(f"  {paper} ({mode}, {runs} run(s)):")
+        if not table:
+            print("    no claims written")
+        for cid, row in table.items():
+            tag = "expected" if row["expected"] else "not expected in this mode"
+            print(f"    {cid}: held on {row['held']}/{runs} seeds ({tag})")
+
+
+def cmd_list(args) -> int:
+    runs = gallery.collect_runs(reports_dir())
+    for p in registry.papers():
+        state = "available" if p.notebook else "planned"
+        latest = runs.get(p.slug, [])
+        last = f"last run: {latest[0]['status']} ({latest[0]['mode']}, seed {latest[0]['seed']})" if latest else ""
+        print(f"{p.number:>2}  {p.slug:<28} {state:<10} {last}")
+    return 0
+
+
+def cmd_gallery(args) -> int:
+    out = Path(args.out).resolve() if args.out else reports_dir()
+    index, claims = gallery.build(out)
+    print(f"wrote {index} and {claims}")
+    return 0
+
+
+def cmd_readme(args) -> int:
+    path = project_root() / "README.md"
+    text = path.read_text(encoding="utf-8")
+    new = registry.render_readme(text)
+    if args.check:
+        if new != text:
+            print("README.md's paper table is out of date: run `python -m lib readme`", file=sys.stderr)
+            return 1
+        return 0
+    if new != text:
+        path.write_text(new, encoding="utf-8")
+        print("README.md updated")
+    return 0
+
+
+def cmd_strip(args) -> int:
+    from .notebooks import is_stripped, strip_notebook
+
+    paths = [Path(p) for p in args.paths] or sorted((project_root() / "notebooks").glob("*.ipynb"))
+    bad = 0
+    for path in paths:
+        if args.check:
+            if not is_stripped(path):
+                print(f"{path}: has outputs or execution counts")
+                bad += 1
+        elif strip_notebook(path):
+            print(f"stripped {path}")
+    return 1 if bad else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m lib", description="iclr26-repro: run and report the notebooks")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="execute notebooks with papermill and write reports")
+    run.add_argument("papers", nargs="*", metavar="SLUG", help="paper slugs (or paths to .ipynb files)")
+    run.add_argument("--all", action="store_true", help="every paper that has a notebook")
+    run.add_argument("--mode", default=None, help="quick (default) or full")
+    run.add_argument("--seed", type=int, default=None, help="one seed (default 0)")
+    run.add_argument("--seeds", default=None, help="several seeds, comma-separated: one run per seed")
+    run.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
+                     help="notebook parameter (a Python literal, else a string); repeatable")
+    run.add_argument("--jobs", type=int, default=1, help="runs in parallel (default 1)")
+    run.add_argument("--out", default=None, help="reports folder (default: reports/)")
+    run.add_argument("--executor", default="local", choices=("local", "dask"))
+    run.add_argument("--scheduler", default=None, help="dask scheduler address (default: a LocalCluster)")
+    run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=cmd_run)
+
+    lst = sub.add_parser("list", help="list the papers and their latest run")
+    lst.set_defaults(func=cmd_list)
+
+    gal = sub.add_parser("gallery", help="rebuild reports/index.html and reports/CLAIMS.md")
+    gal.add_argument("--out", default=None)
+    gal.set_defaults(func=cmd_gallery)
+
+    rd = sub.add_parser("readme", help="regenerate README's paper table from lib/papers.toml")
+    rd.add_argument("--check", action="store_true", help="exit 1 if the table is out of date")
+    rd.set_defaults(func=cmd_readme)
+
+    st = sub.add_parser("strip", help="remove outputs and execution counts from notebooks")
+    st.add_argument("paths", nargs="*")
+    st.add_argument("--check", action="store_true", help="exit 1 if a notebook is not stripped")
+    st.set_defaults(func=cmd_strip)
+    return parser
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)

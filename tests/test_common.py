@@ -1,0 +1,237 @@
+"""Unit tests of lib.common: parameter checks, devices, seeding, the claims ledger, figures, configuration."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from lib.common import (
+    ClaimsLedger,
+    ClaimsNotReproduced,
+    check_bool,
+    check_choice,
+    check_float,
+    check_int,
+    check_path,
+    make_config,
+    resolve_device,
+    resolve_out_dir,
+    rng_for,
+    save_figure,
+    torch_generator,
+)
+from lib.common.claims import compare, write_json_atomic
+
+
+# --- parameter checks -------------------------------------------------------------------------------------------
+def test_check_choice_message_names_parameter_value_and_allowed():
+    assert check_choice("mode", "full", ("quick", "full")) == "full"
+    with pytest.raises(ValueError) as err:
+        check_choice("mode", "fast", ("quick", "full"))
+    msg = str(err.value)
+    assert "'mode'" in msg and "'fast'" in msg and "'quick'" in msg and "'full'" in msg
+
+
+@pytest.mark.parametrize("value", [1.5, "3", True, None, -1])
+def test_check_int_refuses(value):
+    with pytest.raises(ValueError, match="'n_samples'"):
+        check_int("n_samples", value, lo=0)
+
+
+def test_check_int_bounds_and_numpy_ints():
+    assert check_int("k", np.int64(3), lo=1, hi=3) == 3
+    with pytest.raises(ValueError, match=r"<= 3"):
+        check_int("k", 4, lo=1, hi=3)
+
+
+def test_check_float_open_bounds_and_nan():
+    assert check_float("lr", 1, lo=0, lo_open=True) == 1.0
+    with pytest.raises(ValueError, match="> 0"):
+        check_float("lr", 0.0, lo=0, lo_open=True)
+    with pytest.raises(ValueError):
+        check_float("lr", float("nan"))
+    with pytest.raises(ValueError):
+        check_float("lr", True)
+
+
+def test_check_bool_and_path(tmp_path):
+    assert check_bool("flag", False) is False
+    with pytest.raises(ValueError, match="'flag'"):
+        check_bool("flag", 1)
+    assert check_path("data_path", None) is None
+    f = tmp_path / "x.txt"
+    f.write_text("1")
+    assert check_path("data_path", str(f)) == f
+    with pytest.raises(ValueError, match="'data_path'.*no such file"):
+        check_path("data_path", str(tmp_path / "missing.csv"))
+    with pytest.raises(ValueError, match="'data_path'"):
+        check_path("data_path", 3)
+
+
+# --- devices ----------------------------------------------------------------------------------------------------
+def test_resolve_device():
+    import torch
+
+    assert resolve_device("cpu") == "cpu"
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError, match="'device'"):
+        resolve_device("gpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="'device'.*0 CUDA"):
+            resolve_device("cuda")
+
+
+# --- seeding ----------------------------------------------------------------------------------------------------
+def test_named_streams_are_reproducible_and_independent():
+    a1 = rng_for(3, "fig1").normal(size=5)
+    a2 = rng_for(3, "fig1").normal(size=5)
+    b = rng_for(3, "fig2").normal(size=5)
+    c = rng_for(4, "fig1").normal(size=5)
+    assert np.array_equal(a1, a2)
+    assert not np.allclose(a1, b) and not np.allclose(a1, c)
+
+
+def test_torch_generator_reproducible():
+    import torch
+
+    x = torch.randn(4, generator=torch_generator(0, "w"))
+    y = torch.randn(4, generator=torch_generator(0, "w"))
+    z = torch.randn(4, generator=torch_generator(1, "w"))
+    assert torch.equal(x, y) and not torch.equal(x, z)
+
+
+# --- configuration ----------------------------------------------------------------------------------------------
+def test_make_config_merges_mode_sizes(tmp_path):
+    sizes = {"quick": {"n": 10, "k": 2}, "full": {"n": 1000, "k": 2}}
+    q = make_config("demo", mode="quick", seed=1, out_dir=tmp_path, sizes=sizes, n=None, k=5, verbose=False)
+    f = make_config("demo", mode="full", seed=1, out_dir=tmp_path, sizes=sizes, n=None, verbose=False)
+    assert (q.n, q.k, f.n, f.k) == (10, 5, 1000, 2)
+    assert q.out_dir == tmp_path.resolve() and (tmp_path / "figures").is_dir()
+    assert q.device in ("cpu", "cuda")
+    with pytest.raises(AttributeError, match="no parameter 'missing'"):
+        q.missing
+
+
+def test_make_config_validates_common_parameters(tmp_path):
+    with pytest.raises(ValueError, match="'mode'"):
+        make_config("demo", mode="fast", out_dir=tmp_path, verbose=False)
+    with pytest.raises(ValueError, match="'seed'"):
+        make_config("demo", seed=-1, out_dir=tmp_path, verbose=False)
+    with pytest.raises(ValueError, match="'seed'"):
+        make_config("demo", seed=1.5, out_dir=tmp_path, verbose=False)
+    with pytest.raises(ValueError, match="'device'"):
+        make_config("demo", device="tpu", out_dir=tmp_path, verbose=False)
+    with pytest.raises(ValueError, match="'out_dir'"):
+        make_config("demo", out_dir=3, verbose=False)
+
+
+def test_make_config_seeds_global_generators(tmp_path):
+    import torch
+
+    make_config("demo", seed=7, out_dir=tmp_path, verbose=False)
+    a = (np.random.rand(), torch.rand(1).item())
+    make_config("demo", seed=7, out_dir=tmp_path, verbose=False)
+    b = (np.random.rand(), torch.rand(1).item())
+    assert a == b
+
+
+def test_resolve_out_dir_default_is_reports_slug(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICLR26_REPORTS", str(tmp_path))
+    assert resolve_out_dir("some_paper") == tmp_path / "some_paper"
+    assert (tmp_path / "some_paper" / "figures").is_dir()
+
+
+# --- claims ledger ----------------------------------------------------------------------------------------------
+def _ledger(tmp_path, mode="quick"):
+    return ClaimsLedger(paper="demo", mode=mode, seed=2, out_dir=tmp_path)
+
+
+def test_ledger_json_shape(tmp_path):
+    led = _ledger(tmp_path)
+    led.check("C1", "x is small", paper_value=0.1, measured=np.float32(0.05), comparison="<=", threshold=0.1)
+    led.check("C2", "only at scale", paper_value=3, measured=1, comparison=">=", threshold=2, expected_in=("full",))
+    led.finalize(display=False)
+    data = json.loads((tmp_path / "claims.json").read_text())
+    assert set(data) == {"paper", "mode", "seed", "claims"}
+    assert (data["paper"], data["mode"], data["seed"]) == ("demo", "quick", 2)
+    keys = {"id", "statement", "paper_value", "measured", "comparison", "threshold", "holds", "expected"}
+    assert all(set(c) == keys for c in data["claims"])
+    c1, c2 = data["claims"]
+    assert c1["holds"] is True and c1["expected"] is True and isinstance(c1["measured"], float)
+    assert c2["holds"] is False and c2["expected"] is False
+
+
+def test_ledger_raises_when_expected_claim_fails_but_still_writes(tmp_path):
+    led = _ledger(tmp_path)
+    led.check("C1", "holds", paper_value=1, measured=1, comparison="==", threshold=1)
+    led.check("C2", "fails", paper_value=1, measured=5, comparison="<", threshold=1)
+    with pytest.raises(ClaimsNotReproduced, match="C2"):
+        led.finalize(display=False)
+    assert json.loads((tmp_path / "claims.json").read_text())["claims"][1]["holds"] is False
+
+
+def test_ledger_expected_only_in_full_mode_raises_in_full(tmp_path):
+    led = _ledger(tmp_path, mode="full")
+    led.check("C1", "only at scale", paper_value=3, measured=1, comparison=">=", threshold=2, expected_in=("full",))
+    with pytest.raises(ClaimsNotReproduced):
+        led.finalize(display=False)
+
+
+def test_ledger_rejects_bad_input(tmp_path):
+    led = _ledger(tmp_path)
+    with pytest.raises(ValueError, match="comparison"):
+        led.check("C1", "s", paper_value=1, measured=1, comparison="~", threshold=1)
+    with pytest.raises(ValueError, match="unknown mode"):
+        led.check("C1", "s", paper_value=1, measured=1, comparison="<", threshold=1, expected_in=("fast",))
+    led.check("C1", "s", paper_value=1, measured=1, comparison="<=", threshold=1)
+    with pytest.raises(ValueError, match="already"):
+        led.check("C1", "s", paper_value=1, measured=1, comparison="<=", threshold=1)
+    with pytest.raises(ValueError, match="no claims"):
+        _ledger(tmp_path).finalize(display=False)
+
+
+def test_compare_semantics():
+    assert compare(np.float64(0.5), "in", [0, 1]) and not compare(2, "in", (0, 1))
+    assert not compare(float("nan"), "<=", 1) and not compare(None, ">=", 0)
+    assert compare(True, "==", True) and not compare(False, "==", True)
+    assert compare(3, ">", 2) and not compare(2, ">", 2) and compare(2, ">=", 2)
+
+
+def test_verdict_lines_are_plain_text(tmp_path, capsys):
+    led = _ledger(tmp_path)
+    led.check("C1", "s", paper_value=np.float64(1 / 3), measured=np.array(0.123456789), comparison="<", threshold=1)
+    out = capsys.readouterr().out
+    assert "np." not in out and "array" not in out and "0.1235" in out
+
+
+def test_write_json_atomic_keeps_old_file_on_failure(tmp_path, monkeypatch):
+    path = tmp_path / "x.json"
+    write_json_atomic(path, {"a": 1})
+
+    class Boom:
+        pass
+
+    with pytest.raises(TypeError):
+        write_json_atomic(path, {"a": Boom()})
+    assert json.loads(path.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+# --- figures ----------------------------------------------------------------------------------------------------
+def test_save_figure_writes_png_and_svg_with_stamp(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cfg = make_config("demo", mode="quick", seed=5, out_dir=tmp_path, verbose=False)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    png = save_figure(fig, "fig1_line", cfg)
+    assert png == tmp_path.resolve() / "figures" / "fig1_line.png" and png.stat().st_size > 1000
+    svg = (tmp_path / "figures" / "fig1_line.svg").read_text()
+    assert "mode=quick" in svg and "seed=5" in svg and "demo" in svg
+    with pytest.raises(ValueError, match="fig<k>_<what>"):
+        save_figure(fig, "Figure 1", cfg)
+    plt.close(fig)
+    assert math.isfinite(png.stat().st_size)
