@@ -1,9 +1,17 @@
 """Device choice: "auto" takes CUDA when present, else the CPU. Nothing assumes a GPU."""
 from __future__ import annotations
 
+import os
 import re
+import shutil
 
 _ALLOWED = "'auto', 'cpu', 'cuda' or 'cuda:N'"
+
+
+def _nvidia_driver_present() -> bool:
+    return os.path.exists("/proc/driver/nvidia/version") or os.path.exists("/dev/nvidia0") or bool(
+        shutil.which("nvidia-smi")
+    )
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -12,6 +20,8 @@ def resolve_device(device: str = "auto") -> str:
         raise ValueError(f"parameter 'device' got {device!r}; allowed: {_ALLOWED}")
     if device == "cpu":
         return "cpu"
+    if device == "auto" and not _nvidia_driver_present():
+        return "cpu"  # no driver: CPU, without paying for a torch import in numpy-only notebooks
     try:
         import torch
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import sys
 
 import numpy as np
 
@@ -17,15 +18,17 @@ def _stream_key(name: str) -> int:
 
 
 def seed_everything(seed: int) -> None:
-    """Seed Python's, NumPy's legacy and torch's global generators (for code that uses them)."""
+    """Seed Python's, NumPy's legacy and torch's global generators (for code that uses them).
+
+    torch is seeded only when it is already imported (a paper package that uses torch imports it before its
+    ``config`` runs), so numpy-only notebooks do not pay for importing torch.
+    """
     random.seed(seed)
     np.random.seed(seed % 2**32)
     os.environ["PYTHONHASHSEED"] = str(seed)  # affects subprocesses only; recorded for completeness
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.manual_seed(seed)
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
 
 
 def rng_for(seed: int, name: str = "") -> np.random.Generator:
