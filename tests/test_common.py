@@ -235,3 +235,12 @@ def test_save_figure_writes_png_and_svg_with_stamp(tmp_path):
         save_figure(fig, "Figure 1", cfg)
     plt.close(fig)
     assert math.isfinite(png.stat().st_size)
+
+
+def test_verdict_wording_says_in_which_modes_a_claim_is_expected(tmp_path, capsys):
+    led = _ledger(tmp_path)
+    led.check("A", "s", paper_value=1, measured=2, comparison="<=", threshold=1, expected_in=("full",))
+    led.check("B", "s", paper_value=1, measured=2, comparison="<=", threshold=1, expected_in=())
+    out = capsys.readouterr().out
+    assert "expected only in full mode" in out and "expected in no mode" in out
+    assert led.finalize(display=False) is None  # nothing expected failed: no raise, nothing returned

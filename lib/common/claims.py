@@ -99,6 +99,7 @@ class ClaimsLedger:
         self.paper, self.mode, self.seed = paper, mode, int(seed)
         self.out_dir = Path(out_dir) if out_dir is not None else None
         self.claims: list[dict] = []
+        self._expected_in: dict[str, tuple] = {}
 
     def check(
         self,
@@ -140,15 +141,20 @@ class ClaimsLedger:
             "expected": expected,
         }
         self.claims.append(record)
+        self._expected_in[record["id"]] = expected_in
         if not quiet:
             print(self.verdict_line(record))
         return holds
 
-    @staticmethod
-    def verdict(record: dict) -> str:
+    def verdict(self, record: dict) -> str:
         if record["holds"]:
             return "reproduced"
-        return "NOT REPRODUCED" if record["expected"] else "not reproduced (not expected in this mode)"
+        if record["expected"]:
+            return "NOT REPRODUCED"
+        modes = self._expected_in.get(record["id"], ())
+        if not modes:
+            return "not reproduced (known: expected in no mode, see the notebook)"
+        return f"not reproduced (expected only in {' and '.join(modes)} mode)"
 
     def verdict_line(self, record: dict) -> str:
         return (
@@ -187,8 +193,11 @@ class ClaimsLedger:
     def failures(self) -> list[dict]:
         return [c for c in self.claims if c["expected"] and not c["holds"]]
 
-    def finalize(self, display: bool = True):
-        """Show the table, write ``claims.json``; raise if a claim expected in this mode did not hold."""
+    def finalize(self, display: bool = True) -> None:
+        """Show the table, write ``claims.json``; raise if a claim expected in this mode did not hold.
+
+        Returns nothing (so a notebook's last line does not show the table twice); ``table()`` gives it.
+        """
         if not self.claims:
             raise ValueError(f"{self.paper}: the ledger holds no claims")
         table = self.table()
@@ -212,4 +221,3 @@ class ClaimsLedger:
                 f"{len(failed)} claim(s) expected in {self.mode} mode did not hold: "
                 + "; ".join(self.verdict_line(c) for c in failed)
             )
-        return table
