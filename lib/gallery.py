@@ -124,7 +124,8 @@ def _card(p: Paper, records: list[dict], root: Path) -> str:
             f'<div class="meta">{esc(p.authors)}</div><div class="meta"><span class="badge notrun">not run</span>'
             f' <code>python -m lib run {p.slug}</code></div><div class="links">{"".join(links)}</div></div>'
         )
-    latest = records[0]
+    # the card shows the lowest seed among the newest runs of the most recent mode
+    latest = latest_by_seed(records, records[0].get("mode"))[0]
     run_dir = Path(latest["_dir"])
     fig = _first_figure(run_dir)
     thumb = (f'<img src="{esc(_rel(fig, root))}" alt="first figure of {esc(p.slug)}">' if fig
