@@ -69,6 +69,10 @@ def cmd_run(args) -> int:
                 raise ParameterError("give the seed once: --seed/--seeds or -p seed=..., not both")
             args.seed = params.pop("seed")
         args.mode = "quick" if args.mode is None else args.mode
+        # notebooks run with notebooks/ as their working folder: make relative paths relative to the caller
+        for name, value in params.items():
+            if (name.endswith("_path") or name.endswith("_dir")) and isinstance(value, str) and value:
+                params[name] = os.path.abspath(os.path.expanduser(value))
         seeds = _seeds(args)
         out = Path(args.out).resolve() if args.out else reports_dir()
         specs = make_specs(targets, mode=args.mode, seeds=seeds, params=params, out=out, timeout_s=args.timeout)

@@ -123,3 +123,19 @@ def test_gallery_marks_over_budget_and_failed_runs(tmp_path):
                                                   "duration_s": 75.0, "started": "2026-01-01T00:00:00+00:00"}))
     page = gallery.render_index([_paper("slow")], gallery.collect_runs(tmp_path), tmp_path)
     assert "over the 60 s budget" in page and 'class="badge failed"' in page
+
+
+def test_relative_path_parameters_are_resolved_against_the_callers_folder(tmp_path, monkeypatch):
+    import nbformat
+
+    nb = nbformat.read(str(OK), as_version=4)
+    cell = next(c for c in nb.cells if "parameters" in c.metadata.get("tags", []))
+    cell.source += "\ndata_path = None  # a file"
+    nb.cells.insert(3, nbformat.v4.new_code_cell("print('DATA', data_path)"))
+    path = tmp_path / "with_path.ipynb"
+    nbformat.write(nb, str(path))
+    (tmp_path / "in.csv").write_text("1\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--no-progress", "-p", "data_path=in.csv"]) == 0
+    run = json.loads((tmp_path / "out" / "with_path" / "quick-seed0" / "run.json").read_text())
+    assert run["parameters"]["data_path"] == str(tmp_path / "in.csv")
