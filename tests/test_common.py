@@ -244,3 +244,29 @@ def test_verdict_wording_says_in_which_modes_a_claim_is_expected(tmp_path, capsy
     out = capsys.readouterr().out
     assert "expected only in full mode" in out and "expected in no mode" in out
     assert led.finalize(display=False) is None  # nothing expected failed: no raise, nothing returned
+
+
+def test_limit_threads_caps_and_restores_blas_and_torch():
+    import torch
+    from threadpoolctl import threadpool_info
+
+    from lib.common import limit_threads
+
+    def blas_threads():
+        return {i["filepath"]: i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    before_blas, before_torch = blas_threads(), torch.get_num_threads()
+    torch.set_num_threads(2)
+    with limit_threads(1):
+        assert all(n == 1 for n in blas_threads().values())
+        assert torch.get_num_threads() == 1
+
+    @limit_threads(1)
+    def inner():
+        return torch.get_num_threads()
+
+    assert inner() == 1
+    assert torch.get_num_threads() == 2 and blas_threads() == before_blas
+    torch.set_num_threads(before_torch)
+    with pytest.raises(ValueError, match="integer >= 1"):
+        limit_threads(0)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from lib.common import progress, rng_for
+from lib.common import limit_threads, progress, rng_for
 
 from .data import load_dataset
 from .generators import DENSE_GENERATORS, generate
@@ -80,9 +80,7 @@ def run_grid(datasets, models, generators, n_factuals: int, seed: int, *, data_p
     permutations and training rows of the decoupled-SHAP baseline. ``omp_threads`` caps OpenMP threads
     (HistGradientBoosting fits 50x slower on a busy 2-core machine with one thread per core).
     """
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=omp_threads, user_api="openmp"):
+    with limit_threads(omp_threads, blas=False):
         return _run_grid(datasets, models, generators, n_factuals, seed, data_path=data_path, n_perm=n_perm,
                          n_perm_decoupled=n_perm_decoupled, n_background=n_background,
                          ablation_datasets=ablation_datasets, ot_reg=ot_reg, example_rows=example_rows)
@@ -178,10 +176,8 @@ def oracle_dataset(grid: Grid, max_features: int = 12):
 def run_oracle(grid: Grid, dataset, n_rows: int, seed: int) -> pd.DataFrame:
     """COLA's C* (greedy and sampled order) against the exact minimum sum_i k_i* on the first ``n_rows``
     factual/counterfactual pairs of every (model, generator) cell of ``dataset`` (None: :func:`oracle_dataset`)."""
-    from threadpoolctl import threadpool_limits
-
     dataset = oracle_dataset(grid) if dataset is None else dataset
-    with threadpool_limits(limits=1, user_api="openmp"):
+    with limit_threads(1, blas=False):
         rows = _oracle_rows(grid, dataset, n_rows, seed)
     cols = ["dataset", "model", "generator", "n", "n_edits", "C_greedy", "C_sample", "C_oracle", "gap_greedy", "gap_sample"]
     return pd.DataFrame(rows, columns=cols)

@@ -31,6 +31,7 @@ from .params import (  # noqa: E402
 from .paths import data_dir, project_root, reports_dir, resolve_out_dir  # noqa: E402
 from .progress import progress  # noqa: E402
 from .seeding import rng_for, seed_everything, torch_generator  # noqa: E402
+from .threads import limit_threads  # noqa: E402
 
 __all__ = [
     "MODES",
@@ -44,6 +45,7 @@ __all__ = [
     "check_path",
     "check_seed",
     "data_dir",
+    "limit_threads",
     "make_config",
     "progress",
     "project_root",

@@ -7,30 +7,18 @@ rather than taken from ``torch.optim`` because constructing the first ``torch.op
 """
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lib.common import limit_threads
 
-def one_thread(fn):
-    """Run ``fn`` with one intra-op thread (restored afterwards). The MLP is tiny: with two threads on a shared
-    2-core machine the OpenMP synchronisation costs 10-50x more than the arithmetic."""
 
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        before = torch.get_num_threads()
-        if before == 1:
-            return fn(*args, **kwargs)
-        torch.set_num_threads(1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            torch.set_num_threads(before)
-
-    return wrapper
+# Tiny MLP: with two threads on a shared 2-core machine the OpenMP synchronisation costs 10-50x more than the
+# arithmetic, so every training/evaluation loop runs single-threaded.
+one_thread = limit_threads(1)
 
 
 class FlatMLP(nn.Module):

@@ -13,9 +13,8 @@ from sklearn.model_selection import GridSearchCV, KFold, train_test_split
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeRegressor
-from threadpoolctl import threadpool_limits
 
-from lib.common import progress
+from lib.common import limit_threads, progress
 
 from .baselines import LinearModelTree, n_leaves
 from .data import LABELS, load_dataset, make_hinge_target, make_smooth, smooth_grid, hinge_function
@@ -134,7 +133,7 @@ def run_benchmark(cfg) -> BenchmarkResult:
         split_seed = int(cfg.rng(f"split/{name}/{rep}").integers(2**31 - 1))
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=split_seed)
         base = _base_estimators(split_seed)
-        with threadpool_limits(1):  # 2 shared cores: one thread per fit is faster than oversubscription
+        with limit_threads(1):  # 2 shared cores: one thread per fit is faster than oversubscription
             if rep == 0:
                 tuned[name] = {m: _tune(m, base[m], Xtr, ytr, grids[m], cfg.tuning, split_seed) for m in base}
             models = {"HRT": HRTRegressor(**hrt_paper_params(cfg), random_state=split_seed % 10_000)}
@@ -316,7 +315,7 @@ def leaves_curve(cfg, datasets=("kin_like", "hinge")) -> pd.DataFrame:
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=split_seed)
         sc = StandardScaler().fit(Xtr)
         Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
-        with threadpool_limits(1):
+        with limit_threads(1):
             hrt = HRTRegressor(**dict(hrt_paper_params(cfg), max_depth=cfg.curve_hrt_depth),
                                random_state=split_seed % 10_000).fit(Xtr, ytr)
             for dp in range(0, cfg.curve_hrt_depth + 1):

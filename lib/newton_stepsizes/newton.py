@@ -29,20 +29,9 @@ from typing import Callable, Optional
 import numpy as np
 from scipy.optimize import brentq, minimize, minimize_scalar
 
+from lib.common import limit_threads
+
 from .problems import Problem
-
-_THREADS = None
-
-
-def _blas_single_thread():
-    """A context that runs BLAS/LAPACK on one thread: these matrices are small (d <= a few hundred), and on a
-    shared 2-core machine a threaded ``eigh`` of a 40 x 40 matrix is ~40x slower than a single-threaded one."""
-    global _THREADS
-    if _THREADS is None:
-        from threadpoolctl import ThreadpoolController
-
-        _THREADS = ThreadpoolController()
-    return _THREADS.limit(limits=1, user_api="blas")
 
 METHODS = ("rn", "aicn", "grn", "damped", "gm", "un", "sun", "grls", "gn", "armijo")
 RCOND = 1e-10  # relative eigenvalue cut-off of the Hessian pseudo-inverse (as in the paper's code)
@@ -233,7 +222,7 @@ def grls_alpha(problem: Problem, x: np.ndarray, fx: float, n: np.ndarray, eig: "
 def linesearch_stepsizes(problem: Problem, x: np.ndarray, grid_points: int = 60, refine: bool = True,
                          curvature: str = "raw") -> tuple[float, float]:
     """(alpha_GN, alpha_GRLS) that the two linesearches would take at the same point x."""
-    with _blas_single_thread():
+    with limit_threads(1):  # small matrices: single-threaded BLAS is far faster
         eig = HessianEig(problem.hess(x), RCOND, curvature == "abs")
         gx = problem.grad(x)
         n = eig.solve(gx)
@@ -276,7 +265,7 @@ def method_options(method: str, **kw) -> dict:
 
 def run(problem: Problem, x0: np.ndarray, method: str, iters: int, **kw) -> dict:
     """Run ``method`` for ``iters`` iterations from ``x0`` (see :func:`_run`); BLAS runs single-threaded."""
-    with _blas_single_thread():
+    with limit_threads(1):  # small matrices: single-threaded BLAS is far faster
         return _run(problem, x0, method, iters, **kw)
 
 
