@@ -1,0 +1,268 @@
+"""Unit tests of lib.reppo: the batched Pendulum, HL-Gauss, soft TD(λ), PPO's pieces, the policy, Adam, training."""
+import math
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+import lib.reppo as paper
+from lib.reppo.envs import BatchedPendulum, GymnasiumBatch
+from lib.reppo.grad_variance import gradient_variance
+from lib.reppo.hlgauss import decode, hl_gauss_targets, support
+from lib.reppo.networks import Adam, Critic, TanhGaussianActor
+from lib.reppo.ppo import gae, ppo_clip_loss
+from lib.reppo.reppo import ReppoHP, soft_td_lambda, train_reppo
+from lib.reppo.sac import ReplayBuffer
+
+
+# --- the torch-batched Pendulum against gymnasium's Pendulum-v1 -------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_batched_pendulum_matches_gymnasium_step_for_step(seed):
+    n = 3
+    gyms = [gym.make("Pendulum-v1") for _ in range(n)]
+    first = [e.reset(seed=seed * 10 + i)[0] for i, e in enumerate(gyms)]
+    states = np.array([e.unwrapped.state for e in gyms])
+    env = BatchedPendulum(n)
+    obs = env.set_state(states[:, 0], states[:, 1])
+    assert np.allclose(obs.numpy(), np.array(first), atol=1e-6)
+    rng = np.random.default_rng(seed)
+    for t in range(1, 201):
+        acts = rng.uniform(-3.0, 3.0, size=(n, 1)).astype(np.float32)  # includes torques gymnasium clips
+        out = [e.step(a) for e, a in zip(gyms, acts)]
+        nobs, rew, term, trunc, final = env.step(torch.as_tensor(acts))
+        g_obs = np.array([o[0] for o in out])
+        g_rew = np.array([o[1] for o in out])
+        assert np.allclose(final.numpy(), g_obs, atol=1e-5, rtol=0), t
+        assert np.allclose(rew.numpy(), g_rew, atol=1e-4, rtol=1e-6), t
+        assert not term.any() and not any(o[2] for o in out)
+        assert [bool(x) for x in trunc] == [bool(o[3]) for o in out], t
+        assert bool(trunc.all()) == (t == 200)
+        if t < 200:
+            assert torch.equal(nobs, final)
+            # the internal float64 state follows gymnasium's to rounding
+            g_state = np.array([e.unwrapped.state for e in gyms])
+            assert np.allclose(env.th.numpy(), g_state[:, 0], atol=1e-9)
+            assert np.allclose(env.thdot.numpy(), g_state[:, 1], atol=1e-9)
+    # after the time limit every pendulum was reset: new observations, step counters back to zero
+    assert not torch.allclose(nobs, final) and int(env.steps.max()) == 0
+
+
+def test_batched_pendulum_reset_distribution_and_action_scaling():
+    g = torch.Generator().manual_seed(0)
+    env = BatchedPendulum(4096, generator=g)
+    env.reset()
+    assert float(env.th.abs().max()) <= math.pi and float(env.thdot.abs().max()) <= 1.0
+    assert abs(float(env.th.mean())) < 0.1 and abs(float(env.thdot.std()) - 1 / math.sqrt(3)) < 0.02
+    assert torch.allclose(env.scale_action(torch.tensor([[-1.0], [0.0], [1.0], [3.0]])),
+                          torch.tensor([[-2.0], [0.0], [2.0], [2.0]]))
+
+
+def test_gymnasium_batch_autoresets_with_final_observation():
+    env = GymnasiumBatch("Pendulum-v1", 2, seed=3)
+    obs = env.reset()
+    assert obs.shape == (2, 3) and env.max_episode_steps == 200
+    for t in range(200):
+        obs, rew, term, trunc, final = env.step(torch.zeros(2, 1))
+    assert bool(trunc.all()) and not bool(term.any())
+    assert not torch.allclose(obs, final)  # obs: first of the next episode; final: last of the old one
+    env.close()
+
+
+def test_mujoco_task_without_mujoco_names_the_parameter(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "mujoco", None)  # as if the optional package were not installed
+    with pytest.raises(ValueError, match="'gym_envs'.*mujoco"):
+        paper.config(mode="quick", gym_envs=["HalfCheetah-v5"], out_dir=str(tmp_path), verbose=False)
+    with pytest.raises(ValueError, match="'env'.*mujoco"):
+        paper.config(mode="quick", env="Hopper-v5", out_dir=str(tmp_path), verbose=False)
+    with pytest.raises(ValueError, match="'env'.*mujoco"):
+        paper.make_env("Hopper-v5", 2, parameter="env")
+
+
+def test_evaluation_restarts_from_the_same_states():
+    from lib.reppo.networks import RunningNorm
+    from lib.reppo.rollout import evaluate
+
+    env = paper.make_env("BatchedPendulum", 8, seed=4)
+    policy = lambda obs: torch.tanh(obs[:, 2:3])  # noqa: E731
+    first = evaluate(policy, RunningNorm(3), env, 8)
+    assert evaluate(policy, RunningNorm(3), env, 8) == first
+
+
+def test_config_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="'env'"):
+        paper.config(env="CartPole-v1", out_dir="/tmp/reppo_test", verbose=False)
+    with pytest.raises(ValueError, match="'lr'"):
+        paper.config(lr=-1.0, out_dir="/tmp/reppo_test", verbose=False)
+    with pytest.raises(ValueError, match="'gym_envs'"):
+        paper.config(gym_envs="Pendulum-v1", out_dir="/tmp/reppo_test", verbose=False)
+
+
+# --- HL-Gauss -----------------------------------------------------------------------------------------------------
+def test_hl_gauss_targets_are_probabilities_whose_mean_decodes_to_the_target():
+    vmin, vmax, n = -165.0, 0.0, 101
+    width = (vmax - vmin) / (n - 1)
+    y = torch.linspace(vmin + 3 * width, vmax - 3 * width, 257, dtype=torch.float64)
+    p = hl_gauss_targets(y, vmin, vmax, n)
+    assert p.shape == (257, n) and bool((p >= 0).all())
+    assert torch.allclose(p.sum(-1), torch.ones(257, dtype=torch.float64), atol=1e-12)
+    mean = p @ support(vmin, vmax, n).double()
+    assert float((mean - y).abs().max()) < 1e-3 * width  # Poisson summation: error ~ exp(-2 pi^2 0.75^2) bins
+    # decoding the log-probabilities as logits returns the target too
+    assert torch.allclose(decode(torch.log(p.float()), support(vmin, vmax, n)), y.float(), atol=1e-2 * width)
+    # targets outside the support are clamped to its edge
+    q = hl_gauss_targets(torch.tensor([vmax + 50.0, vmax]), vmin, vmax, n)
+    assert torch.allclose(q[0], q[1]) and int(q[0].argmax()) == n - 1
+
+
+def test_critic_starts_near_zero_value():
+    torch.manual_seed(0)
+    c = Critic(3, 1, hidden=32, n_bins=101, vmin=-165.0, vmax=0.0)
+    q = c.q(torch.randn(64, 3), torch.rand(64, 1) * 2 - 1)
+    assert float(q.detach().abs().max()) < 0.05 * 165
+
+
+# --- soft TD(λ) ---------------------------------------------------------------------------------------------------
+def _brute_force_soft_td(r, done, trunc, nq, gamma, lam):
+    """λ-returns as weighted sums of n-step returns, written out scalar by scalar."""
+    T, N = r.shape
+    trunc = trunc.clone()
+    trunc[-1] = 1.0
+    out = torch.zeros(T, N, dtype=torch.float64)
+    for e in range(N):
+        for t in range(T):
+            # G(n): n rewards then a bootstrap with Q'_{t+n-1}, unless the episode ended before
+            def g(n):
+                tot = 0.0
+                for k in range(n):
+                    tot += gamma ** k * float(r[t + k, e])
+                    if done[t + k, e]:
+                        return tot
+                return tot + gamma ** n * float(nq[t + n - 1, e])
+
+            end = t
+            while not (done[end, e] or trunc[end, e]):
+                end += 1
+            m = end - t + 1  # the longest n-step return available (ends in a terminal or a bootstrap)
+            out[t, e] = sum((1 - lam) * lam ** (n - 1) * g(n) for n in range(1, m)) + lam ** (m - 1) * g(m)
+    return out
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.5, 0.95, 1.0])
+def test_soft_td_lambda_equals_brute_force(lam):
+    g = torch.Generator().manual_seed(5)
+    T, N, gamma = 7, 4, 0.9
+    r = torch.randn(T, N, generator=g, dtype=torch.float64)
+    nq = torch.randn(T, N, generator=g, dtype=torch.float64) * 3
+    done = torch.zeros(T, N, dtype=torch.float64)
+    trunc = torch.zeros(T, N, dtype=torch.float64)
+    done[2, 0] = 1.0
+    done[5, 1] = 1.0
+    trunc[3, 2] = 1.0
+    done[0, 3], trunc[4, 3] = 1.0, 1.0
+    got = soft_td_lambda(r, done, trunc, nq, gamma, lam)
+    want = _brute_force_soft_td(r, done, trunc, nq, gamma, lam)
+    assert torch.allclose(got, want, atol=1e-10)
+    if lam == 0.0:  # one-step soft TD target
+        assert torch.allclose(got, r + gamma * torch.where(trunc.bool() | (torch.arange(T)[:, None] == T - 1),
+                                                           nq, (1 - done) * nq), atol=1e-12)
+
+
+# --- PPO ----------------------------------------------------------------------------------------------------------
+def test_ppo_clipped_loss_matches_hand_computation():
+    ratio = torch.tensor([1.5, 0.5, 1.1, 0.7, 1.0])
+    adv = torch.tensor([1.0, 1.0, -1.0, -1.0, 2.0])
+    logp_old = torch.tensor([-1.0, -0.3, -2.0, -0.5, -1.2])
+    logp_new = (logp_old + torch.log(ratio)).requires_grad_(True)
+    loss = ppo_clip_loss(logp_new, logp_old, adv, clip=0.2)
+    # per sample max(-A r, -A clip(r)): -1.2, -0.5, 1.1, 0.8, -2.0
+    assert abs(float(loss.detach()) - (-1.2 - 0.5 + 1.1 + 0.8 - 2.0) / 5) < 1e-6
+    loss.backward()
+    # clipped samples (r = 1.5 with A > 0, r = 0.7 with A < 0) get no gradient; the others -A r / 5
+    want = torch.tensor([0.0, -0.5, 1.1, 0.0, -2.0]) / 5
+    assert torch.allclose(logp_new.grad, want, atol=1e-6)
+
+
+def test_gae_special_cases():
+    g = torch.Generator().manual_seed(1)
+    r, v, last = torch.randn(6, 2, generator=g), torch.randn(6, 2, generator=g), torch.randn(2, generator=g)
+    nv = torch.cat([v[1:], last[None]])  # V(s_{t+1}) of the same rollout
+    done = torch.zeros(6, 2)
+    done[3, 1] = 1.0
+    td = r + 0.9 * (1 - done) * nv - v
+    assert torch.allclose(gae(r, v, nv, done, 0.9, 0.0), td, atol=1e-6)
+    a = gae(r, v, nv, done, 1.0, 1.0)  # λ = γ = 1: Monte Carlo return to the cut, minus V
+    want0 = r[:, 0].flip(0).cumsum(0).flip(0) + nv[-1, 0] - v[:, 0]
+    assert torch.allclose(a[:, 0], want0, atol=1e-5)
+    assert torch.allclose(a[3, 1], r[3, 1] - v[3, 1], atol=1e-6)
+
+
+# --- policy, optimiser, estimators --------------------------------------------------------------------------------
+def test_tanh_gaussian_log_prob_matches_torch_distributions():
+    torch.manual_seed(0)
+    actor = TanhGaussianActor(3, 2, hidden=16, layers=2)
+    obs = torch.randn(50, 3)
+    a, logp, mean, log_std = actor.rsample(obs, torch.Generator().manual_seed(0))
+    dist = torch.distributions.TransformedDistribution(torch.distributions.Normal(mean, log_std.exp()),
+                                                       [torch.distributions.TanhTransform()])
+    assert torch.allclose(logp, dist.log_prob(a).sum(-1), atol=2e-3)
+    assert torch.allclose(actor.log_prob_a(a, mean, log_std), dist.log_prob(a).sum(-1), atol=2e-3)
+
+
+def test_adam_matches_torch_optim_with_clipping():
+    torch.manual_seed(0)
+    a = [torch.randn(5, 3, requires_grad=True), torch.randn(3, requires_grad=True)]
+    b = [x.detach().clone().requires_grad_(True) for x in a]
+    mine, ref = Adam(a, lr=1e-2, max_grad_norm=0.5), torch.optim.Adam(b, lr=1e-2)
+    for _ in range(40):
+        X = torch.randn(7, 5)
+        for ps, opt in ((a, mine), (b, ref)):
+            opt.zero_grad()
+            ((X @ ps[0] + ps[1]) ** 3).mean().backward()
+            if opt is ref:
+                torch.nn.utils.clip_grad_norm_(ps, 0.5)
+            opt.step()
+    assert max(float((x - y).detach().abs().max()) for x, y in zip(a, b)) < 1e-5
+
+
+def test_pathwise_and_score_estimators_agree_in_mean_and_pathwise_spreads_less():
+    torch.manual_seed(0)
+    actor = TanhGaussianActor(3, 1, hidden=16, layers=2)
+    critic = Critic(3, 1, hidden=16, n_bins=51, vmin=-10.0, vmax=10.0)
+    with torch.no_grad():  # give the critic some action dependence
+        critic.head[-1].weight.mul_(20.0)
+    states = torch.randn(32, 3)
+    tab = gradient_variance(actor, critic, states, sample_counts=(8,), repeats=100,
+                            generator=torch.Generator().manual_seed(0))
+    assert float(tab["cos_means"].iloc[0]) > 0.9  # both unbiased for the same gradient
+    t = tab.set_index("estimator")["trace_cov"]
+    assert t["score"] > t["pathwise"]
+
+
+def test_replay_buffer_holds_its_capacity_in_memory():
+    buf = ReplayBuffer(1000, 3, 1)
+    assert buf.nbytes == 1000 * (3 + 1 + 1 + 3 + 1) * 4
+    buf.add(obs=torch.ones(4, 3), act=torch.zeros(4, 1), rew=torch.ones(4), next_obs=torch.ones(4, 3),
+            term=torch.zeros(4))
+    assert buf.size == 4 and buf.sample(8, torch.Generator().manual_seed(0))["obs"].shape == (8, 3)
+
+
+def test_memory_readings_come_from_proc_status():
+    from lib.reppo.memory import _status_mb, paper_scale_storage
+
+    rss, hwm = _status_mb("VmRSS"), _status_mb("VmHWM")
+    assert 0 < rss <= hwm
+    t = paper_scale_storage(obs_dim=3, act_dim=1, emb_dim=512)
+    assert t.loc["REPPO (paper scale)", "stored_transitions"] == 1024 * 128
+    assert t.loc["replay buffer (paper scale)", "storage_bytes"] == 10 ** 6 * (2 * 3 + 1 + 2) * 4
+
+
+# --- training -----------------------------------------------------------------------------------------------------
+def test_train_reppo_is_deterministic_and_stores_one_rollout():
+    hp = ReppoHP(n_envs=8, n_steps=8, epochs=1, minibatches=2, hidden=16)
+    a = train_reppo(total_steps=128, hp=hp, seed=3, eval_every=64, eval_episodes=4)
+    b = train_reppo(total_steps=128, hp=hp, seed=3, eval_every=64, eval_episodes=4)
+    assert a.curve["return"].tolist() == b.curve["return"].tolist()
+    assert a.stored_transitions == 64 and a.env_steps == 128 and list(a.curve["steps"]) == [0, 64, 128]
+    assert a.diagnostics["target_min"] >= -165.0 - 1e-3 and np.isfinite(a.final_return)
