@@ -375,6 +375,7 @@ def _ipc_kernel_manager():
             import uuid
 
             kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("shutdown_wait_time", 10.0)  # torch kernels can take a few seconds to exit
             kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"iclr26-kernel-{uuid.uuid4().hex[:12]}"))
             super().__init__(**kwargs)
 
