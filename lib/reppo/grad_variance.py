@@ -15,6 +15,8 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
+from lib.common import limit_threads
+
 from .networks import Critic, TanhGaussianActor
 
 
@@ -50,23 +52,21 @@ def gradient_variance(actor: TanhGaussianActor, critic: Critic, states: torch.Te
     """Rows (estimator, n_samples, trace_cov, mean_norm, cos_to_other): the spread of each estimator."""
     critic.requires_grad_(False)
     rows = []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: one thread is fastest and fair on a shared machine
     try:
-        for n in sample_counts:
-            draws = {}
-            for est in ("pathwise", "score"):
-                g = torch.stack([pg_estimate(actor, critic, states, n, est, generator) for _ in range(repeats)])
-                draws[est] = g
-            means = {k: v.mean(0) for k, v in draws.items()}
-            cos = float(torch.nn.functional.cosine_similarity(means["pathwise"], means["score"], dim=0))
-            for est, g in draws.items():
-                rows.append(dict(estimator=est, n_samples=int(n), trace_cov=float(g.var(0, unbiased=True).sum()),
-                                 mean_norm=float(means[est].norm()), cos_means=cos, repeats=repeats,
-                                 n_states=int(states.shape[0])))
+        with limit_threads(1):  # tiny tensors: one thread is fastest and fair on a shared machine
+            for n in sample_counts:
+                draws = {}
+                for est in ("pathwise", "score"):
+                    g = torch.stack([pg_estimate(actor, critic, states, n, est, generator) for _ in range(repeats)])
+                    draws[est] = g
+                means = {k: v.mean(0) for k, v in draws.items()}
+                cos = float(torch.nn.functional.cosine_similarity(means["pathwise"], means["score"], dim=0))
+                for est, g in draws.items():
+                    rows.append(dict(estimator=est, n_samples=int(n), trace_cov=float(g.var(0, unbiased=True).sum()),
+                                     mean_norm=float(means[est].norm()), cos_means=cos, repeats=repeats,
+                                     n_states=int(states.shape[0])))
     finally:
         critic.requires_grad_(True)
-        torch.set_num_threads(threads)
     return pd.DataFrame(rows)
 
 

@@ -17,6 +17,7 @@ Ablations: ``kl_mode="none"`` (no trust region), ``critic="mse"``, ``aux_mult=0`
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 from dataclasses import asdict, dataclass, replace
@@ -25,6 +26,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 import torch
+
+from lib.common import limit_threads
 
 from .envs import env_spec, make_env
 from .networks import Adam, Critic, RunningNorm, TanhGaussianActor
@@ -212,15 +215,8 @@ class Reppo:
 
 
 def _threads(n: Optional[int]):
-    class _Ctx:
-        def __enter__(self):
-            self.old = torch.get_num_threads()
-            if n:
-                torch.set_num_threads(n)
-
-        def __exit__(self, *exc):
-            torch.set_num_threads(self.old)
-    return _Ctx()
+    """``limit_threads(n)`` for the training loops, or no limit when ``n`` is None/0."""
+    return limit_threads(n) if n else contextlib.nullcontext()
 
 
 def train_reppo(env_name: str = "BatchedPendulum", total_steps: int = 60_000, hp: ReppoHP = ReppoHP(), seed: int = 0,
