@@ -131,10 +131,7 @@ def no_linesearch(problem: Problem, x0: np.ndarray, start: str, iters: int, f_st
         lab = f"GRN (L={c:g})"
         rs.runs[lab] = run(problem, x0, "grn", iters, q=3.0, L=c)
         fam["GRN"].append(lab)
-    for a in DAMPED_GRID:
-        lab = f"damped Newton (alpha={a:g})"
-        rs.runs[lab] = run(problem, x0, "damped", iters, alpha=a)
-        fam["damped Newton"].append(lab)
+    fam["damped Newton"] += _damped_runs(rs, problem, x0, iters)
     rs.runs["GM"] = run(problem, x0, "gm", iters)
     _finish(rs)
     rs.tuned = {k: _pick_best(rs, v) for k, v in fam.items()}
@@ -165,6 +162,16 @@ def claim1(rs: RunSet) -> tuple[float, pd.DataFrame]:
 
 
 # ----------------------------------------------------------------------------- figure 2: unknown constants
+def _damped_runs(rs: RunSet, problem: Problem, x0: np.ndarray, iters: int) -> list[str]:
+    """Damped Newton for every fixed stepsize of DAMPED_GRID, added to ``rs``; returns the run labels."""
+    labels = []
+    for a in DAMPED_GRID:
+        lab = f"damped Newton (alpha={a:g})"
+        rs.runs[lab] = run(problem, x0, "damped", iters, alpha=a)
+        labels.append(lab)
+    return labels
+
+
 def unknown_constants(problem: Problem, x0: np.ndarray, start: str, iters: int, f_star: float,
                       c: float = 2.0) -> RunSet:
     """UN (c = 2, sigma_0 = 1) and SUN (H_0 = 1) for exponents 2/3 and 1, and tuned damped Newton."""
@@ -172,11 +179,7 @@ def unknown_constants(problem: Problem, x0: np.ndarray, start: str, iters: int, 
     for b in BETAS:
         rs.runs[f"UN beta={b:.2g}"] = run(problem, x0, "un", iters, beta=b, c=c)
         rs.runs[f"SUN a={b:.2g}"] = run(problem, x0, "sun", iters, a=b)
-    damped = []
-    for a in DAMPED_GRID:
-        lab = f"damped Newton (alpha={a:g})"
-        rs.runs[lab] = run(problem, x0, "damped", iters, alpha=a)
-        damped.append(lab)
+    damped = _damped_runs(rs, problem, x0, iters)
     _finish(rs)
     rs.tuned = {"damped Newton": _pick_best(rs, damped)}
     return rs
@@ -242,11 +245,7 @@ def linesearch(problem: Problem, x0: np.ndarray, start: str, iters: int, f_star:
     # the GRLS rule evaluated at greedy Newton's own iterates: the two rules compared at identical points
     gn["alpha_grls_same_point"] = np.array([linesearch_stepsizes(problem, x, grid_points)[1] for x in gn["xs"][:-1]])
     rs.runs["Armijo"] = run(problem, x0, "armijo", iters)
-    damped = []
-    for a in DAMPED_GRID:
-        lab = f"damped Newton (alpha={a:g})"
-        rs.runs[lab] = run(problem, x0, "damped", iters, alpha=a)
-        damped.append(lab)
+    damped = _damped_runs(rs, problem, x0, iters)
     _finish(rs)
     rs.tuned = {"damped Newton": _pick_best(rs, damped)}
     return rs
