@@ -9,6 +9,11 @@ the claims ledger and the figure helper::
     save_figure(fig, "fig1_convergence", cfg)
     ledger.check("C1", ...)
     ledger.finalize()
+
+Language-model papers share an offline stack (no hub, no downloads): :mod:`.text_corpus` (docstrings and code
+lines of the Python standard library, parsed with ``ast``), :mod:`.bpe` (byte-level BPE tokenizers trained on it,
+shipped under ``data/common/``) and :mod:`.tiny_lm` (a tiny GPT-2 from a ``transformers`` config, a step-bounded
+training loop, and ``load_lm(model_name)`` that reaches the hub only when a user names a hub model).
 """
 import os as _os
 
@@ -32,6 +37,10 @@ from .paths import data_dir, project_root, reports_dir, resolve_out_dir  # noqa:
 from .progress import progress  # noqa: E402
 from .seeding import rng_for, seed_everything, torch_generator  # noqa: E402
 from .threads import limit_threads  # noqa: E402
+from . import bpe, text_corpus, tiny_lm  # noqa: E402  (light at import: tokenizers/transformers load lazily)
+from .bpe import encode_corpus, load_bpe  # noqa: E402
+from .text_corpus import stdlib_corpus  # noqa: E402
+from .tiny_lm import load_lm, make_gpt2, train_lm  # noqa: E402
 
 __all__ = [
     "MODES",
@@ -44,9 +53,14 @@ __all__ = [
     "check_int",
     "check_path",
     "check_seed",
+    "bpe",
     "data_dir",
+    "encode_corpus",
     "limit_threads",
+    "load_bpe",
+    "load_lm",
     "make_config",
+    "make_gpt2",
     "progress",
     "project_root",
     "reports_dir",
@@ -56,5 +70,9 @@ __all__ = [
     "save_figure",
     "seed_everything",
     "set_style",
+    "stdlib_corpus",
+    "text_corpus",
+    "tiny_lm",
     "torch_generator",
+    "train_lm",
 ]

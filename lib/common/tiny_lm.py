@@ -1,0 +1,305 @@
+"""Tiny GPT-2 language models built from a ``transformers`` config, a step-bounded training loop, and a loader.
+
+Papers about language models are reproduced offline on a *tiny* model of the same family (GPT-2: learned
+absolute positions, pre-LayerNorm blocks, GELU-tanh MLPs, causal softmax attention) trained here on the
+stdlib corpus, instead of a hub checkpoint::
+
+    from lib.common.tiny_lm import make_gpt2, train_lm, load_lm
+    from lib.common.bpe import load_bpe, encode_corpus
+    from lib.common.text_corpus import stdlib_corpus
+
+    tok = load_bpe(2048)
+    model = make_gpt2(vocab_size=2048, n_layer=4, n_embd=128, seed=0)          # at initialization
+    stream = encode_corpus(tok, stdlib_corpus("mixed", max_files=150, seed=0))
+    log = train_lm(model, stream, steps=100, seed=0)                           # log.losses, log.steps
+
+    model, hf_tok = load_lm()                 # the same, in one call (tiny model, HF tokenizer wrapper)
+    model, hf_tok = load_lm("gpt2")           # a hub model, only when asked; fails fast when offline
+
+Everything is bounded by *steps*, never wall time, and seeded: same arguments, same weights (on CPU).
+Dropout is off by default so that a model's hidden states are a deterministic function of its input.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from .params import check_float, check_int, check_seed
+
+TINY_MODEL_NAME = "tiny-gpt2-stdlib"
+_OFFLINE_VARS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def gpt2_config(
+    vocab_size: int,
+    *,
+    n_layer: int = 4,
+    n_embd: int = 128,
+    n_head: int = 4,
+    n_positions: int = 128,
+    dropout: float = 0.0,
+    attn_implementation: str = "sdpa",
+    **overrides,
+):
+    """A ``transformers.GPT2Config`` for a tiny GPT-2 (GELU-tanh, LayerNorm eps 1e-5, tied embeddings).
+
+    ``<|endoftext|>`` (id 0 in :mod:`lib.common.bpe` tokenizers) is BOS/EOS; the model has no padding id
+    (batches are never padded; the tokenizer wrapper pads with id 0). ``overrides`` go to the config (e.g.
+    ``activation_function="gelu"``, ``layer_norm_epsilon=1e-6``).
+    """
+    from transformers import GPT2Config
+
+    vocab_size = check_int("vocab_size", vocab_size, lo=2)
+    n_layer = check_int("n_layer", n_layer, lo=1)
+    n_head = check_int("n_head", n_head, lo=1)
+    n_embd = check_int("n_embd", n_embd, lo=n_head)
+    if n_embd % n_head:
+        raise ValueError(f"parameter 'n_embd' got {n_embd}; allowed: a multiple of n_head={n_head}")
+    n_positions = check_int("n_positions", n_positions, lo=1)
+    dropout = check_float("dropout", dropout, lo=0.0, hi=1.0, hi_open=True)
+    kwargs = dict(
+        vocab_size=vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_positions=n_positions,
+        resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
+        bos_token_id=0, eos_token_id=0,
+    )
+    kwargs.update(overrides)
+    cfg = GPT2Config(**kwargs)
+    cfg._attn_implementation = attn_implementation
+    return cfg
+
+
+def make_gpt2(
+    vocab_size: int,
+    *,
+    n_layer: int = 4,
+    n_embd: int = 128,
+    n_head: int = 4,
+    n_positions: int = 128,
+    seed: int = 0,
+    device: str = "cpu",
+    dtype=None,
+    **config_kwargs,
+):
+    """A freshly initialized ``GPT2LMHeadModel`` (eval mode), seeded by ``seed`` without touching global RNGs.
+
+    ``dtype`` (e.g. ``torch.float64``) converts the weights after initialization, so the same ``seed`` gives
+    the same network in every precision. Other keyword arguments go to :func:`gpt2_config`.
+    """
+    import torch
+    from transformers import GPT2LMHeadModel
+
+    seed = check_seed("seed", seed)
+    cfg = gpt2_config(vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_positions=n_positions,
+                      **config_kwargs)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = GPT2LMHeadModel(cfg)
+    model.loss_type = "ForCausalLM"  # the class name does not say so; avoids transformers' fallback warning
+    if dtype is not None:
+        model = model.to(dtype=dtype)
+    return model.to(device).eval()
+
+
+def max_positions(model) -> int:
+    """The longest input the model accepts (``n_positions`` for GPT-2, ``max_position_embeddings`` else)."""
+    cfg = model.config
+    for name in ("n_positions", "max_position_embeddings", "n_ctx"):
+        if getattr(cfg, name, None):
+            return int(getattr(cfg, name))
+    return 2**31 - 1
+
+
+def n_parameters(model) -> int:
+    """Number of distinct parameters (tied embeddings counted once)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+@dataclass
+class TrainLog:
+    """What :func:`train_lm` did: the loss after each step, and whatever the callback returned."""
+
+    steps: list = field(default_factory=list)
+    losses: list = field(default_factory=list)
+    callbacks: list = field(default_factory=list)  # (step, callback's return value)
+    tokens_seen: int = 0
+
+
+def sample_windows(stream, batch_size: int, seq_len: int, generator):
+    """``batch_size`` random windows of ``seq_len`` tokens from a 1-D token stream (a LongTensor)."""
+    import torch
+
+    n = stream.numel()
+    if n < seq_len + 1:
+        raise ValueError(f"the token stream has {n} tokens; training windows need more than seq_len={seq_len}")
+    starts = torch.randint(0, n - seq_len, (batch_size,), generator=generator)
+    return torch.stack([stream[s:s + seq_len] for s in starts.tolist()])
+
+
+def train_lm(
+    model,
+    stream,
+    *,
+    steps: int,
+    lr: float = 3e-3,
+    batch_size: int = 32,
+    seq_len: int = 64,
+    weight_decay: float = 0.0,
+    betas: tuple = (0.9, 0.95),
+    grad_clip: Optional[float] = 1.0,
+    warmup_steps: int = 0,
+    seed: int = 0,
+    callback: Optional[Callable] = None,
+    callback_every: int = 0,
+) -> TrainLog:
+    """Train ``model`` (in place) for exactly ``steps`` AdamW steps of next-token prediction on ``stream``.
+
+    ``stream`` is a 1-D LongTensor of token ids (see :func:`lib.common.bpe.encode_corpus`); each step uses
+    ``batch_size`` random windows of ``seq_len`` tokens drawn from a generator seeded by ``seed``. The learning
+    rate rises linearly over ``warmup_steps`` and then stays at ``lr``. ``callback(step, model)`` runs before
+    the first step (step 0), every ``callback_every`` steps and after the last one; its return values are
+    kept in ``log.callbacks``. The model is left in eval mode.
+    """
+    import torch
+
+    steps = check_int("steps", steps, lo=0)
+    lr = check_float("lr", lr, lo=0.0, lo_open=True)
+    batch_size = check_int("batch_size", batch_size, lo=1)
+    seq_len = check_int("seq_len", seq_len, lo=1, hi=max_positions(model))
+    callback_every = check_int("callback_every", callback_every, lo=0)
+    warmup_steps = check_int("warmup_steps", warmup_steps, lo=0)
+    seed = check_seed("seed", seed)
+    device = next(model.parameters()).device
+    stream = torch.as_tensor(stream, dtype=torch.long).reshape(-1).cpu()
+    if int(stream.max()) >= model.config.vocab_size or int(stream.min()) < 0:
+        raise ValueError(f"token ids must lie in [0, {model.config.vocab_size}); got [{int(stream.min())}, "
+                         f"{int(stream.max())}]")
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup_steps) if warmup_steps else 1.0)
+    log = TrainLog()
+
+    def _call(step):
+        if callback is not None:
+            model.eval()
+            with torch.no_grad():
+                log.callbacks.append((step, callback(step, model)))
+
+    _call(0)
+    for step in range(1, steps + 1):
+        model.train()
+        x = sample_windows(stream, batch_size, seq_len, gen).to(device)
+        loss = model(input_ids=x, labels=x).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        opt.step()
+        sched.step()
+        log.steps.append(step)
+        log.losses.append(float(loss.detach()))
+        log.tokens_seen += x.numel()
+        if callback_every and step % callback_every == 0 and step != steps:
+            _call(step)
+    if steps:
+        _call(steps)
+    model.eval()
+    return log
+
+
+def evaluate_lm(model, stream, *, batch_size: int = 32, seq_len: int = 64, n_batches: int = 4, seed: int = 0) -> float:
+    """Mean next-token cross-entropy (nats) of ``model`` on ``n_batches`` seeded random windows of ``stream``."""
+    import torch
+
+    gen = torch.Generator().manual_seed(check_seed("seed", seed))
+    stream = torch.as_tensor(stream, dtype=torch.long).reshape(-1).cpu()
+    device = next(model.parameters()).device
+    model.eval()
+    losses = []
+    with torch.no_grad():
+        for _ in range(check_int("n_batches", n_batches, lo=1)):
+            x = sample_windows(stream, batch_size, seq_len, gen).to(device)
+            losses.append(float(model(input_ids=x, labels=x).loss))
+    return float(sum(losses) / len(losses))
+
+
+def hub_offline() -> bool:
+    """Whether the Hugging Face hub is switched off (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``)."""
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in _OFFLINE_VARS)
+
+
+def load_hub_lm(model_name: str, *, device: str = "cpu", dtype=None, cache_dir=None, **kwargs):
+    """``AutoModelForCausalLM`` + ``AutoTokenizer`` from the hub (or the local HF cache when offline).
+
+    Offline (``HF_HUB_OFFLINE=1``, which :mod:`lib.common` sets), only the local cache is read
+    (``local_files_only=True``), so a missing model fails at once with a ``RuntimeError`` that says what to do.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    offline = hub_offline()
+    common = dict(local_files_only=offline, cache_dir=None if cache_dir is None else str(cache_dir))
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_name, **common)
+        model_kwargs = dict(common, **kwargs)
+        if dtype is not None:
+            model_kwargs["dtype"] = dtype
+        model = AutoModelForCausalLM.from_pretrained(model_name, **model_kwargs)
+    except Exception as exc:  # OSError, HF hub errors, ValueError for unknown architectures
+        if offline:
+            raise RuntimeError(
+                f"model_name={model_name!r} is not in the local Hugging Face cache and the hub is offline "
+                f"(HF_HUB_OFFLINE=1, set by lib.common: the suite never downloads at run time). Use "
+                f"model_name=None for the tiny local model, or download the model beforehand and run with "
+                f"HF_HUB_OFFLINE=0. ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
+            ) from exc
+        raise RuntimeError(f"could not load model_name={model_name!r} from the Hugging Face hub: "
+                           f"{type(exc).__name__}: {exc}") from exc
+    return model.to(device).eval(), tokenizer
+
+
+def load_lm(
+    model_name: Optional[str] = None,
+    *,
+    vocab_size: int = 2048,
+    n_layer: int = 4,
+    n_embd: int = 128,
+    n_head: int = 4,
+    n_positions: int = 128,
+    train_steps: int = 0,
+    corpus_max_files: Optional[int] = None,
+    seed: int = 0,
+    device: str = "cpu",
+    dtype=None,
+    cache_dir=None,
+    train_kwargs: Optional[dict] = None,
+):
+    """A causal language model and its tokenizer: ``(model, tokenizer)``.
+
+    - ``model_name=None`` (or ``"tiny-gpt2-stdlib"``): the tiny local GPT-2 of :func:`make_gpt2` with the
+      stdlib BPE tokenizer of ``vocab_size`` tokens (wrapped as a ``PreTrainedTokenizerFast``), trained for
+      ``train_steps`` steps (0: at initialization) on the stdlib corpus (``corpus_max_files`` files, None: all)
+      with :func:`train_lm` (``train_kwargs`` passed on). Nothing is downloaded.
+    - any other string: a hub id (``"gpt2"``, ``"roneneldan/TinyStories-33M"``, ...) passed to
+      ``from_pretrained``; only for a user who asks for it. Offline, a model missing from the local cache
+      raises ``RuntimeError`` immediately (see :func:`load_hub_lm`).
+    """
+    if model_name is not None and (not isinstance(model_name, str) or not model_name.strip()):
+        raise ValueError(f"parameter 'model_name' got {model_name!r}; allowed: None (the tiny local model, "
+                         f"{TINY_MODEL_NAME!r}) or a Hugging Face hub id such as 'gpt2'")
+    if model_name is not None and model_name != TINY_MODEL_NAME:
+        return load_hub_lm(model_name, device=device, dtype=dtype, cache_dir=cache_dir)
+
+    from .bpe import as_hf_tokenizer, encode_corpus, load_bpe
+    from .text_corpus import stdlib_corpus
+
+    tok = load_bpe(vocab_size)
+    model = make_gpt2(vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_positions=n_positions,
+                      seed=seed, device=device)
+    if check_int("train_steps", train_steps, lo=0) > 0:
+        stream = encode_corpus(tok, stdlib_corpus("mixed", max_files=corpus_max_files, seed=seed))
+        train_lm(model, stream, steps=train_steps, seed=seed, **(train_kwargs or {}))
+    if dtype is not None:
+        model = model.to(dtype=dtype)
+    model.config.name_or_path = TINY_MODEL_NAME
+    return model.eval(), as_hf_tokenizer(tok, model_max_length=n_positions)
