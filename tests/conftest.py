@@ -39,3 +39,13 @@ def _no_network(monkeypatch):
     """Any attempt of a test to connect beyond loopback fails loudly."""
     monkeypatch.setattr(socket.socket, "connect", _guarded_connect)
     yield
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """One BLAS/OpenMP/torch thread for a test module of tiny models: as fast, and immune to thread barriers when
+    the test workers share the two cores. Use with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    from lib.common import limit_threads
+
+    with limit_threads(1):
+        yield

@@ -12,13 +12,7 @@ from lib.common.text_corpus import (corpus_info, parse_source, split_texts, stdl
 from lib.common.tiny_lm import (TINY_MODEL_NAME, evaluate_lm, gpt2_config, load_lm, make_gpt2, n_parameters,
                                 train_lm)
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models: one thread is as fast, and immune to thread barriers when test workers share the cores."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread (see conftest)
 
 
 SAMPLE = '''"""Module docstring that is long enough."""

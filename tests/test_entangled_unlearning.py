@@ -28,12 +28,7 @@ from lib.entangled_unlearning.models import SGD, Adam, FlatMLP, pretrain
 FIXTURE = data_dir("entangled_unlearning") / "cifar-100-python"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread (see conftest)
 
 
 # --- W2 ---------------------------------------------------------------------------------------------------------

@@ -13,13 +13,7 @@ from lib.lm_injectivity.sipit import default_eps, hardprompts_invert, observe, s
 from lib.lm_injectivity.states import (PrefixCache, embedding_matrix, last_token_states, one_step_from_embedding,
                                        one_step_states, sequence_states)
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models: one thread is as fast, and immune to thread barriers when test workers share the cores."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread (see conftest)
 
 
 V = 64
