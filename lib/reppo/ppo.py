@@ -12,7 +12,7 @@ reward gets γ·V(s_final) added, so the advantage bootstraps through the time l
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -43,9 +43,6 @@ class PpoHP:
     layers: int = 3
     reward_scale: Optional[float] = None  # None: the environment's fixed scale (envs.env_spec), as REPPO
     reward_norm: bool = False  # CleanRL's running return normalisation instead of the fixed scale
-
-    def with_(self, **kw) -> "PpoHP":
-        return replace(self, **kw)
 
 
 def ppo_clip_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Optional
 
 import numpy as np
@@ -62,9 +62,6 @@ class ReppoHP:
     vmin: Optional[float] = None  # None: the environment's support (envs.env_spec), in scaled reward units
     vmax: Optional[float] = None
     reward_scale: Optional[float] = None  # None: the environment's (envs.env_spec); returns are reported unscaled
-
-    def with_(self, **kw) -> "ReppoHP":
-        return replace(self, **kw)
 
 
 ABLATIONS = {

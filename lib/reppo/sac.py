@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -36,9 +36,6 @@ class SacHP:
     lr: float = 3e-4
     hidden: int = 128
     layers: int = 3
-
-    def with_(self, **kw) -> "SacHP":
-        return replace(self, **kw)
 
 
 class ReplayBuffer:
