@@ -113,6 +113,33 @@ def test_mis_decoders_keep_every_state_feasible_and_end_maximal(rule):
         assert (r.calls >= r.objective).all()  # one variable per call: at least one call per chosen node
 
 
+def test_latency_interleaves_decoders_graph_by_graph(monkeypatch):
+    """The batch-size-1 latency runs every timed decoder on a graph before moving on, rotating their order between
+    rounds, so that machine load changes hit every decoder alike (C2c is a ratio of two of them)."""
+    import lib.nexco.experiments as ex
+    from lib.nexco.data import MISSet
+
+    adjs = _graphs(3, n=20, p=0.2, seed=5)
+    test = MISSet("t", adjs, np.zeros((3, 20), np.int8), np.ones(3), np.ones(3, bool))
+    seen, real = [], ex.decode_mis
+
+    def spy(net, b, rule, **kw):
+        seen.append((b.n_nodes, rule, kw.get("tau")))
+        return real(net, b, rule, **kw)
+
+    monkeypatch.setattr(ex, "decode_mis", spy)
+    torch.manual_seed(0)
+    net = EdgeGatedGNN(4, 0, hidden=8, layers=2, task="mis")
+    dec = {"lc": ("lc", {}), "ada": ("adaptive", {"tau": 0.7}), "gp": ("gp", {})}
+    out = ex.latency_ms(net, test, dec, count=2, repeats=3)
+    assert set(out) == set(dec) and all(np.isfinite(v) and v > 0 for v in out.values())
+    rules = [r for _, r, _ in seen]
+    assert len(rules) == 2 * 3 * 3  # count x repeats x decoders, nothing else
+    assert rules[:9] == ["lc", "adaptive", "gp", "adaptive", "gp", "lc", "gp", "lc", "adaptive"]
+    assert rules[9:] == rules[:9]  # the second graph: same rotation
+    assert all(t == 0.7 for _, r, t in seen if r == "adaptive")  # each decoder keeps its own arguments
+
+
 def test_candidate_sets_follow_their_rules():
     owner = np.repeat([0, 1], 10)
     p = np.concatenate([np.linspace(0.0, 1.0, 10), np.full(10, 0.5)])

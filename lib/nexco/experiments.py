@@ -96,21 +96,28 @@ def _row(name, family, drops, calls, cpu_ms, feasible, objective, latency_ms=flo
             "mean objective": float(np.mean(objective))}
 
 
-def latency_ms(net, test: MISSet, rule: str, count: int, repeats: int = 3, **kw) -> float:
-    """CPU time (ms) to decode one instance alone (batch size 1): mean over the first ``count`` test graphs of the
-    fastest of ``repeats`` runs (the minimum filters out interference from other processes)."""
+def latency_ms(net, test: MISSet, decoders: dict, count: int, repeats: int = 3) -> dict:
+    """CPU time (ms) to decode one instance alone (batch size 1), for several decoders measured *interleaved*.
+
+    ``decoders`` maps a name to ``(rule, kwargs)``. For each of the first ``count`` test graphs and each of
+    ``repeats`` rounds, every decoder decodes the graph once, in an order rotated between rounds; a decoder's latency
+    on a graph is its fastest run (the minimum filters out interference from other processes), and the result is the
+    mean over graphs. Interleaving makes the decoders share whatever the machine is doing at the time, so their
+    *ratio* is stable on a loaded machine even when the absolute times drift.
+    """
     count = min(count, len(test))
-    batches = [test.batch([g]) for g in range(count)]
-    total = 0.0
+    names = list(decoders)
+    best = {k: np.full(count, np.inf) for k in names}
     with limit_threads(1):  # set once: thread-pool calls are not part of decoding
-        for b in batches:
-            best = np.inf
-            for _ in range(repeats):
-                c0 = time.process_time()
-                decode_mis(net, b, rule, threads=None, **kw)
-                best = min(best, time.process_time() - c0)
-            total += best
-    return 1000 * total / count
+        for g in range(count):
+            b = test.batch([g])
+            for rep in range(repeats):
+                for k in names[rep % len(names):] + names[:rep % len(names)]:
+                    rule, kw = decoders[k]
+                    c0 = time.process_time()
+                    decode_mis(net, b, rule, threads=None, **kw)
+                    best[k][g] = min(best[k][g], time.process_time() - c0)
+    return {k: 1000 * float(v.mean()) for k, v in best.items()}
 
 
 def mis_benchmark(cfg, data: MISData, models: dict, model: str = "nexco") -> Benchmark:
@@ -122,13 +129,16 @@ def mis_benchmark(cfg, data: MISData, models: dict, model: str = "nexco") -> Ben
     bench = Benchmark(pd.DataFrame(), n=n, opt=test.opt)
     rows = []
 
+    timed = {}  # decoders whose batch-size-1 latency is measured (interleaved, after the batched runs)
+
     def run(name, family, rule, latency=False, **kw):
         r = decode_mis(net, batch, rule, kmin_frac=cfg.kmin_frac, **kw)
         d = drop_pct(r.objective, test.opt)
         bench.results[name], bench.drops[name] = r, d
-        lat = latency_ms(net, test, rule, cfg.n_latency, kmin_frac=cfg.kmin_frac, **kw) if latency else float("nan")
+        if latency:
+            timed[name] = (rule, dict(kmin_frac=cfg.kmin_frac, **kw))
         rows.append(_row(name, family, d, r.calls, 1000 * r.cpu_seconds / len(test),
-                         100 * (1 - r.states_infeasible / r.states_checked), r.objective, lat))
+                         100 * (1 - r.states_infeasible / r.states_checked), r.objective))
         return r
 
     run("GP: one call + greedy", "GP", "gp", latency=True)
@@ -138,6 +148,9 @@ def mis_benchmark(cfg, data: MISData, models: dict, model: str = "nexco") -> Ben
     for D in sorted(set(cfg.schedule_rounds) | {bench.matched_rounds}):
         tag = " (matched)" if D == bench.matched_rounds else ""
         run(f"schedule-bound D={D}{tag}", "schedule", "schedule", latency=bool(tag), rounds=D)
+    lat = latency_ms(net, test, timed, cfg.n_latency)
+    for row in rows:
+        row["latency ms"] = lat.get(row["decoder"], float("nan"))
     if "gpnet" in models:
         r = decode_mis(models["gpnet"].model, batch, "gp")
         d = drop_pct(r.objective, test.opt)
