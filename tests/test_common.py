@@ -54,6 +54,19 @@ def test_check_float_open_bounds_and_nan():
         check_float("lr", True)
 
 
+def test_checks_take_none_only_when_allowed():
+    assert check_int("n", None, lo=1, allow_none=True) is None
+    assert check_float("lr", None, lo=0, allow_none=True) is None
+    assert check_bool("flag", None, allow_none=True) is None
+    assert check_int("n", 5, lo=1, allow_none=True) == 5
+    with pytest.raises(ValueError, match=r"'n' got None; allowed: an integer >= 1$"):
+        check_int("n", None, lo=1)
+    with pytest.raises(ValueError, match=r"'n' got 0; allowed: None \(the mode's default\) or an integer >= 1"):
+        check_int("n", 0, lo=1, allow_none=True)
+    with pytest.raises(ValueError, match="'flag'"):
+        check_bool("flag", None)
+
+
 def test_check_bool_and_path(tmp_path):
     assert check_bool("flag", False) is False
     with pytest.raises(ValueError, match="'flag'"):

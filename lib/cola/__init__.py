@@ -65,8 +65,7 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, n_
     EMD, > 0 for entropic OT (Sinkhorn) on the max-normalised cost.
     """
     check_choice("mode", mode, MODES)
-    if n_factuals is not None:
-        check_int("n_factuals", n_factuals, lo=5, hi=2000)
+    check_int("n_factuals", n_factuals, lo=5, hi=2000, allow_none=True)
     datasets = _check_list("datasets", datasets, DATASETS)
     models = _check_list("models", models, MODELS)
     generators = _check_list("generators", generators, GENERATORS)

@@ -27,12 +27,19 @@ def _bounds_text(kind: str, lo, hi, lo_open: bool, hi_open: bool) -> str:
     return kind + ((" " + " and ".join(parts)) if parts else "")
 
 
-def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
-    """An integer (bools refused) within ``[lo, hi]``."""
+def _none_text(allowed: str, allow_none: bool) -> str:
+    return "None (the mode's default) or " + allowed if allow_none else allowed
+
+
+def check_int(name: str, value: Any, lo: int | None = None, hi: int | None = None, *,
+              allow_none: bool = False) -> int | None:
+    """An integer (bools refused) within ``[lo, hi]``; ``allow_none``: ``None`` passes (a mode-dependent default)."""
+    if value is None and allow_none:
+        return None
     ok = isinstance(value, numbers.Integral) and not isinstance(value, bool)
     if ok and (lo is None or value >= lo) and (hi is None or value <= hi):
         return int(value)
-    raise _fail(name, value, _bounds_text("an integer", lo, hi, False, False))
+    raise _fail(name, value, _none_text(_bounds_text("an integer", lo, hi, False, False), allow_none))
 
 
 def check_float(
@@ -43,8 +50,12 @@ def check_float(
     *,
     lo_open: bool = False,
     hi_open: bool = False,
-) -> float:
-    """A real number (ints accepted, bools and NaN refused) within the given bounds."""
+    allow_none: bool = False,
+) -> float | None:
+    """A real number (ints accepted, bools and NaN refused) within the given bounds; ``allow_none`` as in
+    :func:`check_int`."""
+    if value is None and allow_none:
+        return None
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value == value
     if ok:
         v = float(value)
@@ -54,13 +65,13 @@ def check_float(
             ok = False
         if ok:
             return v
-    raise _fail(name, value, _bounds_text("a number", lo, hi, lo_open, hi_open))
+    raise _fail(name, value, _none_text(_bounds_text("a number", lo, hi, lo_open, hi_open), allow_none))
 
 
-def check_bool(name: str, value: Any) -> bool:
-    if isinstance(value, bool):
+def check_bool(name: str, value: Any, *, allow_none: bool = False) -> bool | None:
+    if isinstance(value, bool) or (value is None and allow_none):
         return value
-    raise _fail(name, value, "True or False")
+    raise _fail(name, value, _none_text("True or False", allow_none))
 
 
 def check_seed(name: str, value: Any) -> int:

@@ -57,14 +57,12 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, fo
         digits_superclass(pairs, forget_digit, 0)  # raises a ValueError naming 'pairs' if they are not 5 pairs
         pairs = [tuple(int(v) for v in p) for p in pairs]
     check_float("alpha", alpha, lo=0.0, hi=1.0)
-    if n_seeds is not None:
-        check_int("n_seeds", n_seeds, lo=1, hi=10)
+    check_int("n_seeds", n_seeds, lo=1, hi=10, allow_none=True)
     if deltas is not None:
         if not isinstance(deltas, (list, tuple)) or not deltas:
             raise ValueError(f"parameter 'deltas' got {deltas!r}; allowed: None or a non-empty list of numbers > 0")
         deltas = tuple(check_float("deltas", d, lo=0.0, lo_open=True) for d in deltas)
-    if n_per is not None:
-        check_int("n_per", n_per, lo=20, hi=2000)
+    check_int("n_per", n_per, lo=20, hi=2000, allow_none=True)
     data_path = check_path("data_path", data_path)
     if data_path is not None:
         read_cifar100(data_path, n_train_per_class=1, n_val_per_class=1)  # fail now if it is not CIFAR-100

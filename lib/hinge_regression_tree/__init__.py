@@ -73,10 +73,8 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, n_
     n_reps : number of 50/50 splits (None: 2 quick, 5 full).
     max_depth, step_size, ridge_alpha : HRT's setting (the paper's kin8nm run: 6, "auto", 1.0).
     """
-    if n_samples is not None:
-        check_int("n_samples", n_samples, lo=200, hi=200_000)
-    if n_reps is not None:
-        check_int("n_reps", n_reps, lo=1, hi=50)
+    check_int("n_samples", n_samples, lo=200, hi=200_000, allow_none=True)
+    check_int("n_reps", n_reps, lo=1, hi=50, allow_none=True)
     check_int("max_depth", max_depth, lo=1, hi=12)
     if isinstance(step_size, str):
         check_choice("step_size", step_size, ["auto"])

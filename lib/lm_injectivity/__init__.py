@@ -53,16 +53,11 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", model_name=None, v
     if model_name is not None and (not isinstance(model_name, str) or not model_name.strip()):
         raise ValueError(f"parameter 'model_name' got {model_name!r}; allowed: None (the tiny local GPT-2) or a "
                          f"Hugging Face hub id such as 'gpt2'")
-    if vocab_size is not None:
-        check_int("vocab_size", vocab_size, lo=300, hi=65536)
-    if train_steps is not None:
-        check_int("train_steps", train_steps, lo=0)
-    if n_prompts is not None:
-        check_int("n_prompts", n_prompts, lo=50)
-    if sipit_layer is not None:
-        check_int("sipit_layer", sipit_layer, lo=1)
-    if cpu_threads is not None:
-        check_int("cpu_threads", cpu_threads, lo=1)
+    check_int("vocab_size", vocab_size, lo=300, hi=65536, allow_none=True)
+    check_int("train_steps", train_steps, lo=0, allow_none=True)
+    check_int("n_prompts", n_prompts, lo=50, allow_none=True)
+    check_int("sipit_layer", sipit_layer, lo=1, allow_none=True)
+    check_int("cpu_threads", cpu_threads, lo=1, allow_none=True)
     return make_config(SLUG, mode=mode, seed=seed, out_dir=out_dir, device=device, sizes=SIZES,
                        verbose=verbose, model_name=model_name, vocab_size=vocab_size, train_steps=train_steps,
                        n_prompts=n_prompts, sipit_layer=sipit_layer, cpu_threads=cpu_threads)

@@ -33,18 +33,12 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, mu
     """
     data_path = check_path("data_path", data_path)
     mu = check_float("mu", mu, lo=0.0, lo_open=True)
-    if n_iters is not None:
-        check_int("n_iters", n_iters, lo=10, hi=5000)
-    if grid_points is not None:
-        check_int("grid_points", grid_points, lo=10, hi=5000)
-    if polytope_n is not None:
-        check_int("polytope_n", polytope_n, lo=2, hi=2000)
-    if rosenbrock_inits is not None:
-        check_int("rosenbrock_inits", rosenbrock_inits, lo=1, hi=100)
-    if duality_points is not None:
-        check_int("duality_points", duality_points, lo=1, hi=100)
-    if synthetic is not None:
-        check_bool("synthetic", synthetic)
+    check_int("n_iters", n_iters, lo=10, hi=5000, allow_none=True)
+    check_int("grid_points", grid_points, lo=10, hi=5000, allow_none=True)
+    check_int("polytope_n", polytope_n, lo=2, hi=2000, allow_none=True)
+    check_int("rosenbrock_inits", rosenbrock_inits, lo=1, hi=100, allow_none=True)
+    check_int("duality_points", duality_points, lo=1, hi=100, allow_none=True)
+    check_bool("synthetic", synthetic, allow_none=True)
     return make_config(SLUG, mode=mode, seed=seed, out_dir=out_dir, device=device, sizes=SIZES,
                        data_path=data_path, mu=mu, n_iters=n_iters, grid_points=grid_points, polytope_n=polytope_n,
                        rosenbrock_inits=rosenbrock_inits, duality_points=duality_points, synthetic=synthetic)

@@ -77,14 +77,10 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", regenerate=False, 
     tau : NEXCO's confidence threshold for the candidate set; kmin_frac : the guaranteed progress k_min / N.
     """
     check_bool("regenerate", regenerate)
-    if n_test is not None:
-        check_int("n_test", n_test, lo=8, hi=256)
-    if train_steps is not None:
-        check_int("train_steps", train_steps, lo=1, hi=100_000)
-    if hidden is not None:
-        check_int("hidden", hidden, lo=4, hi=512)
-    if layers is not None:
-        check_int("layers", layers, lo=1, hi=24)
+    check_int("n_test", n_test, lo=8, hi=256, allow_none=True)
+    check_int("train_steps", train_steps, lo=1, hi=100_000, allow_none=True)
+    check_int("hidden", hidden, lo=4, hi=512, allow_none=True)
+    check_int("layers", layers, lo=1, hi=24, allow_none=True)
     check_choice("masking", masking, ["expansion", "iid"])
     check_float("tau", tau, lo=0.5, hi=1.0)
     check_float("kmin_frac", kmin_frac, lo=0.0, hi=1.0, hi_open=False)

@@ -111,10 +111,8 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", env="BatchedPendul
     Training runs on the CPU whatever ``device`` says (the networks are tiny); ``device`` is recorded.
     """
     check_choice("env", env, ENV_NAMES)
-    if total_steps is not None:
-        check_int("total_steps", total_steps, lo=2_048, hi=20_000_000)
-    if n_train_seeds is not None:
-        check_int("n_train_seeds", n_train_seeds, lo=1, hi=20)
+    check_int("total_steps", total_steps, lo=2_048, hi=20_000_000, allow_none=True)
+    check_int("n_train_seeds", n_train_seeds, lo=1, hi=20, allow_none=True)
     check_float("lr", lr, lo=0.0, hi=0.1, lo_open=True)
     check_float("kl_bound", kl_bound, lo=0.0, lo_open=True)
     if gym_envs is not None:

@@ -112,12 +112,9 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ua
     check_int("n_iters", n_iters, lo=1, hi=1000)
     check_float("spt_damping", spt_damping, lo=0.0, hi=1.0, hi_open=True)
     check_float("spt_beta", spt_beta, lo=0.0, lo_open=True)
-    if grid_size is not None:
-        check_int("grid_size", grid_size, lo=3, hi=60)
-    if n_instances is not None:
-        check_int("n_instances", n_instances, lo=1, hi=100)
-    if milp_time_limit is not None:
-        check_float("milp_time_limit", milp_time_limit, lo=0.0, lo_open=True)
+    check_int("grid_size", grid_size, lo=3, hi=60, allow_none=True)
+    check_int("n_instances", n_instances, lo=1, hi=100, allow_none=True)
+    check_float("milp_time_limit", milp_time_limit, lo=0.0, lo_open=True, allow_none=True)
     data_path = check_path("data_path", data_path)
     if data_path is not None:
         read_uai_folder(data_path, values=uai_values)  # fail now, with the reader's message, if a file is malformed
