@@ -11,19 +11,37 @@ from .common.paths import project_root, reports_dir
 from .runner import OFFLINE_ENV, ParameterError, execute, make_specs, parse_param
 
 
+def parse_seeds(text: str) -> list[int]:
+    """``"0,3,5-7"`` -> ``[0, 3, 5, 6, 7]``; ranges are inclusive; seeds must be distinct integers >= 0."""
+    allowed = "integers and inclusive ranges like 0,1,2 or 100-119 or 0,3,5-7"
+    seeds: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            if sep:
+                a, b = int(lo), int(hi)
+                if b < a:
+                    raise ValueError
+                seeds.extend(range(a, b + 1))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            raise ParameterError(f"parameter 'seeds' got {text!r}; allowed: {allowed}") from None
+    if not seeds:
+        raise ParameterError(f"parameter 'seeds' is empty; allowed: {allowed}")
+    if len(set(seeds)) != len(seeds):
+        raise ParameterError(f"parameter 'seeds' got {text!r}; seeds must be distinct")
+    return seeds
+
+
 def _seeds(args) -> list[int]:
     if args.seed is not None and args.seeds is not None:
         raise ParameterError("give --seed or --seeds, not both")
     if args.seeds is not None:
-        try:
-            seeds = [int(s) for s in args.seeds.split(",") if s.strip() != ""]
-        except ValueError:
-            raise ParameterError(f"parameter 'seeds' got {args.seeds!r}; allowed: integers like 0,1,2") from None
-        if not seeds:
-            raise ParameterError("parameter 'seeds' is empty; allowed: integers like 0,1,2")
-        if len(set(seeds)) != len(seeds):
-            raise ParameterError(f"parameter 'seeds' got {args.seeds!r}; seeds must be distinct")
-        return seeds
+        return parse_seeds(args.seeds)
     return [args.seed if args.seed is not None else 0]
 
 
@@ -180,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--all", action="store_true", help="every paper that has a notebook")
     run.add_argument("--mode", default=None, help="quick (default) or full")
     run.add_argument("--seed", type=int, default=None, help="one seed (default 0)")
-    run.add_argument("--seeds", default=None, help="several seeds, comma-separated: one run per seed")
+    run.add_argument("--seeds", default=None, help="several seeds: one run per seed; commas and inclusive ranges (0,1,2 or 100-119)")
     run.add_argument("-p", "--param", action="append", metavar="NAME=VALUE",
                      help="notebook parameter (a Python literal, else a string); repeatable")
     run.add_argument("--jobs", type=int, default=1, help="runs in parallel (default 1)")

@@ -167,11 +167,41 @@ def test_ledger_json_shape(tmp_path):
     data = json.loads((tmp_path / "claims.json").read_text())
     assert set(data) == {"paper", "mode", "seed", "claims"}
     assert (data["paper"], data["mode"], data["seed"]) == ("demo", "quick", 2)
-    keys = {"id", "statement", "paper_value", "measured", "comparison", "threshold", "holds", "expected"}
+    keys = {"id", "statement", "paper_value", "measured", "comparison", "threshold", "holds", "expected", "kind"}
     assert all(set(c) == keys for c in data["claims"])
     c1, c2 = data["claims"]
     assert c1["holds"] is True and c1["expected"] is True and isinstance(c1["measured"], float)
     assert c2["holds"] is False and c2["expected"] is False
+
+
+def test_ledger_kind_round_trips_and_is_validated(tmp_path):
+    led = _ledger(tmp_path)
+    led.check("C1", "a paper claim", paper_value=1, measured=1, comparison="==", threshold=1)
+    led.check("S1", "an identity", paper_value=0, measured=0.0, comparison="<=", threshold=1e-9, kind="sanity")
+    with pytest.raises(ValueError, match="kind 'check'.*'claim'.*'sanity'"):
+        led.check("C2", "bad kind", paper_value=1, measured=1, comparison="==", threshold=1, kind="check")
+    led.finalize(display=False)
+    data = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["kind"] for c in data["claims"]] == ["claim", "sanity"]
+    assert "(sanity) sanity check passed" in led.verdict_line(led.claims[1])
+
+
+def test_ledger_failed_sanity_check_raises(tmp_path):
+    led = _ledger(tmp_path)
+    led.check("C1", "a paper claim", paper_value=1, measured=1, comparison="==", threshold=1)
+    led.check("S1", "an identity", paper_value=0, measured=1.0, comparison="<=", threshold=1e-9, kind="sanity")
+    with pytest.raises(ClaimsNotReproduced, match="SANITY CHECK FAILED"):
+        led.finalize(display=False)
+
+
+def test_ledger_table_orders_ids_naturally(tmp_path):
+    from lib.common.claims import claim_sort_key
+
+    assert sorted(["C10", "C5", "C2b", "C4", "C2"], key=claim_sort_key) == ["C2", "C2b", "C4", "C5", "C10"]
+    led = _ledger(tmp_path)
+    for cid in ("C5", "C4", "C1"):
+        led.check(cid, "x", paper_value=1, measured=1, comparison="==", threshold=1)
+    assert list(led.table().index) == ["C1", "C4", "C5"]
 
 
 def test_ledger_raises_when_expected_claim_fails_but_still_writes(tmp_path):
@@ -248,6 +278,32 @@ def test_save_figure_writes_png_and_svg_with_stamp(tmp_path):
         save_figure(fig, "Figure 1", cfg)
     plt.close(fig)
     assert math.isfinite(png.stat().st_size)
+
+
+def test_save_figure_thumbnail_crops_one_panel(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.image import imread
+
+    cfg = make_config("demo", mode="quick", seed=5, out_dir=tmp_path, verbose=False)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3))
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="line")
+    axes[0].legend()
+    save_figure(fig, "fig1_three", cfg, thumbnail=axes[0])
+    thumb = imread(tmp_path / "figures" / "thumbnail.png")
+    full = imread(tmp_path / "figures" / "fig1_three.png")
+    # one of three panels: much narrower than the figure (aspect), and not the whole figure
+    assert thumb.shape[1] / thumb.shape[0] < 0.6 * full.shape[1] / full.shape[0]
+    save_figure(fig, "fig1_three", cfg, thumbnail=True)
+    whole = imread(tmp_path / "figures" / "thumbnail.png")
+    assert whole.shape[1] / whole.shape[0] > 2.5
+    other, ax2 = plt.subplots()
+    with pytest.raises(ValueError, match="thumbnail"):
+        save_figure(fig, "fig1_three", cfg, thumbnail=ax2)
+    plt.close("all")
 
 
 def test_verdict_wording_says_in_which_modes_a_claim_is_expected(tmp_path, capsys):

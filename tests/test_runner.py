@@ -29,6 +29,17 @@ def test_parse_param():
         parse_param("novalue")
 
 
+def test_seed_lists_and_ranges():
+    from lib.cli import parse_seeds
+
+    assert parse_seeds("0,1,2") == [0, 1, 2]
+    assert parse_seeds("100-119") == list(range(100, 120))
+    assert parse_seeds("0,3,5-7") == [0, 3, 5, 6, 7]
+    for bad in ("", "a", "5-3", "1,1", "0-2,2", "-1"):
+        with pytest.raises(ParameterError, match="seeds"):
+            parse_seeds(bad)
+
+
 def test_validate_refuses_unknown_and_mistyped_parameters():
     assert validate_parameters(OK, "quick", [0], {"scale": 2}) == {"scale": 2}
     with pytest.raises(ParameterError, match="no parameter.*'nope'.*scale"):

@@ -145,3 +145,34 @@ def test_notebook_cells_define_no_logic(notebook):
         defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         assert not defs, f"{path.name}: code cell {i} defines {[d.name for d in defs]}: logic belongs in lib/"
         assert cell.source.count("\n") < 40, f"{path.name}: code cell {i} is longer than a screen"
+
+
+def _ledger_checks(nb) -> list[ast.Call]:
+    calls = []
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "check"
+                    and isinstance(node.func.value, ast.Name) and node.func.value.id == "ledger"):
+                calls.append(node)
+    return calls
+
+
+def test_notebook_checks_at_least_one_refutable_paper_claim(notebook):
+    """Every ledger entry has a paper value and a threshold; at least one is a paper claim, not a sanity check."""
+    path, nb = notebook
+    calls = _ledger_checks(nb)
+    assert calls, f"{path.name}: no ledger.check(...) call"
+    kinds = []
+    for call in calls:
+        kw = {k.arg: k.value for k in call.keywords if k.arg}
+        for needed in ("paper_value", "threshold", "measured", "comparison"):
+            assert needed in kw, f"{path.name}: a ledger.check lacks {needed}="
+            assert not (isinstance(kw[needed], ast.Constant) and kw[needed].value is None), (
+                f"{path.name}: a ledger.check has {needed}=None")
+        kind = kw.get("kind")
+        assert kind is None or isinstance(kind, ast.Constant), f"{path.name}: kind= must be a literal"
+        kinds.append("claim" if kind is None else kind.value)
+    assert set(kinds) <= {"claim", "sanity"}
+    assert "claim" in kinds, f"{path.name}: every ledger entry is a sanity check; check at least one paper claim"

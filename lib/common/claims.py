@@ -4,9 +4,16 @@
 
     {"paper": slug, "mode": "quick"|"full", "seed": int,
      "claims": [{"id", "statement", "paper_value", "measured", "comparison", "threshold",
-                 "holds": bool, "expected": bool}]}
+                 "holds": bool, "expected": bool, "kind": "claim"|"sanity"}]}
 
-``expected`` says whether the claim is expected to hold in this run's mode. :meth:`ClaimsLedger.finalize`
+``expected`` says whether the claim is expected to hold in this run's mode. ``kind`` separates the paper's
+claims from sanity checks:
+
+- a **claim** is something the paper asserts about the world that a run could refute (for each one, the author can
+  name the outcome that would refute it);
+- a **sanity check** verifies the implementation: an identity, an optimality condition, a guarantee that holds by
+  construction of the code. It is useful, and still judged (an expected sanity check that fails raises), but it is
+  never counted as a reproduced paper claim. :meth:`ClaimsLedger.finalize`
 writes the file and raises :class:`ClaimsNotReproduced` when an expected claim does not hold, so a
 regression fails nbval and the runner.
 """
@@ -21,6 +28,15 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 COMPARISONS = ("<=", "<", ">=", ">", "==", "!=", "in")
+KINDS = ("claim", "sanity")
+
+
+def claim_sort_key(claim_id: str) -> tuple:
+    """Natural order of claim ids: C2 < C2b < C4 < C10 (so tables list C4 before C5 whatever the run order)."""
+    import re
+
+    parts = re.split(r"(\d+)", str(claim_id))
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in parts if p != "")
 
 
 class ClaimsNotReproduced(AssertionError):
@@ -111,13 +127,19 @@ class ClaimsLedger:
         comparison: str,
         threshold: Any,
         expected_in: Iterable[str] = ("quick", "full"),
+        kind: str = "claim",
         quiet: bool = False,
     ) -> bool:
-        """Record one claim and print its verdict line; returns whether it holds.
+        """Record one claim (or sanity check) and print its verdict line; returns whether it holds.
 
         ``comparison`` is one of ``<=, <, >=, >, ==, !=, in`` (``in``: threshold is ``[lo, hi]``).
         ``expected_in`` lists the modes in which the claim is expected to hold.
+        ``kind`` is ``"claim"`` (a paper's assertion a run could refute) or ``"sanity"`` (holds by construction
+        when the code is right: an identity, an optimality condition, a guarantee the code enforces).
         """
+        if kind not in KINDS:
+            raise ValueError(f"claim {id!r}: kind {kind!r}; allowed: 'claim' (a paper claim a run could refute) "
+                             f"or 'sanity' (holds by construction)")
         if comparison not in COMPARISONS:
             raise ValueError(f"claim {id!r}: comparison {comparison!r} not in {COMPARISONS}")
         if comparison == "in" and not (isinstance(threshold, (list, tuple)) and len(threshold) == 2):
@@ -139,6 +161,7 @@ class ClaimsLedger:
             "threshold": _plain(threshold),
             "holds": holds,
             "expected": expected,
+            "kind": kind,
         }
         self.claims.append(record)
         self._expected_in[record["id"]] = expected_in
@@ -147,18 +170,20 @@ class ClaimsLedger:
         return holds
 
     def verdict(self, record: dict) -> str:
+        sanity = record.get("kind") == "sanity"
         if record["holds"]:
-            return "reproduced"
+            return "sanity check passed" if sanity else "reproduced"
         if record["expected"]:
-            return "NOT REPRODUCED"
+            return "SANITY CHECK FAILED" if sanity else "NOT REPRODUCED"
         modes = self._expected_in.get(record["id"], ())
         if not modes:
             return "not reproduced (known: expected in no mode, see the notebook)"
         return f"not reproduced (expected only in {' and '.join(modes)} mode)"
 
     def verdict_line(self, record: dict) -> str:
+        tag = " (sanity)" if record.get("kind") == "sanity" else ""
         return (
-            f"[{record['id']}] {self.verdict(record)}: measured {_fmt(record['measured'])} "
+            f"[{record['id']}]{tag} {self.verdict(record)}: measured {_fmt(record['measured'])} "
             f"{record['comparison']} {_fmt(record['threshold'])} (paper: {_fmt(record['paper_value'])})"
         )
 
@@ -171,6 +196,7 @@ class ClaimsLedger:
         rows = [
             {
                 "id": c["id"],
+                "kind": c.get("kind", "claim"),
                 "claim": c["statement"],
                 "paper": _fmt(c["paper_value"]),
                 "measured": _fmt(c["measured"]),
@@ -178,7 +204,7 @@ class ClaimsLedger:
                 "expected in " + self.mode: "yes" if c["expected"] else "no",
                 "verdict": self.verdict(c),
             }
-            for c in self.claims
+            for c in sorted(self.claims, key=lambda c: claim_sort_key(c["id"]))
         ]
         return pd.DataFrame(rows).set_index("id") if rows else pd.DataFrame()
 
@@ -209,11 +235,14 @@ class ClaimsLedger:
             except ImportError:  # pragma: no cover - IPython is a dependency
                 print(table.to_string())
         path = self.write() if self.out_dir is not None else None
-        held = sum(c["holds"] for c in self.claims)
-        expected = sum(c["expected"] for c in self.claims)
+        claims = [c for c in self.claims if c.get("kind") != "sanity"]
+        sanity = [c for c in self.claims if c.get("kind") == "sanity"]
+        held = sum(c["holds"] for c in claims)
+        expected = sum(c["expected"] for c in claims)
+        sanity_text = f"; sanity checks {sum(c['holds'] for c in sanity)}/{len(sanity)} passed" if sanity else ""
         print(
-            f"{self.paper} ({self.mode}, seed {self.seed}): {held}/{len(self.claims)} claims reproduced; "
-            f"{expected} expected in {self.mode} mode" + (f"; written to {path}" if path else "")
+            f"{self.paper} ({self.mode}, seed {self.seed}): {held}/{len(claims)} paper claims reproduced "
+            f"({expected} expected in {self.mode} mode){sanity_text}" + (f"; written to {path}" if path else "")
         )
         failed = self.failures()
         if failed:

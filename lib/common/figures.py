@@ -8,7 +8,7 @@ from typing import Iterable, Optional
 _NAME = re.compile(r"fig\d+[a-z]?_[a-z0-9_]+")
 STYLE = {
     "figure.dpi": 100,
-    "savefig.dpi": 130,
+    "savefig.dpi": 200,
     "figure.figsize": (7.0, 4.2),
     "axes.titlesize": 11,
     "axes.labelsize": 10,
@@ -40,11 +40,16 @@ def save_figure(
     mode: Optional[str] = None,
     seed: Optional[int] = None,
     formats: Iterable[str] = ("png", "svg"),
+    thumbnail=False,
 ) -> Path:
     """Stamp ``fig`` with paper, mode and seed, save it as ``figures/<name>.png`` (and ``.svg``).
 
     Pass the run's ``cfg`` (a :class:`~lib.common.config.RunConfig`) or ``out_dir``/``paper``/``mode``/``seed``.
     ``name`` looks like ``fig3_benchmark``. Returns the PNG's path.
+
+    ``thumbnail`` picks the gallery card's picture (``figures/thumbnail.png``): ``True`` for the whole figure, or
+    one of its axes (``thumbnail=axes[0]``) to crop that panel, legible at card size. One figure per notebook
+    should pass it; without one, the gallery shows the first figure.
     """
     if not _NAME.fullmatch(name):
         raise ValueError(f"figure name {name!r} must look like 'fig3_benchmark' (fig<k>_<what>, lower case)")
@@ -59,9 +64,35 @@ def save_figure(
     if stamp and not getattr(fig, "_iclr26_stamped", False):
         fig.text(0.995, 0.003, stamp, ha="right", va="bottom", fontsize=6, color="0.45")
         fig._iclr26_stamped = True
+    if thumbnail is not False and thumbnail is not None:
+        save_thumbnail(fig, folder, None if thumbnail is True else thumbnail)
     paths = []
     for fmt in formats:
         path = folder / f"{name}.{fmt}"
         fig.savefig(path, bbox_inches="tight")
         paths.append(path)
     return paths[0]
+
+
+THUMBNAIL = "thumbnail.png"
+
+
+def save_thumbnail(fig, folder: Path, ax=None, *, dpi: int = 110) -> Path:
+    """Write ``folder/thumbnail.png``: the whole figure, or the panel ``ax`` (with its title, labels and legend)."""
+    if ax is not None and getattr(ax, "figure", None) is not fig:
+        raise ValueError("save_figure: thumbnail must be True or one of this figure's axes")
+    path = Path(folder) / THUMBNAIL
+    if ax is None:
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+        return path
+    from matplotlib.transforms import Bbox
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.get_tightbbox(renderer)]
+    legend = ax.get_legend()
+    if legend is not None:
+        boxes.append(legend.get_window_extent(renderer))
+    box = Bbox.union([b for b in boxes if b is not None]).transformed(fig.dpi_scale_trans.inverted())
+    fig.savefig(path, dpi=dpi, bbox_inches=box.expanded(1.04, 1.06))
+    return path
