@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from lib import gallery
-from lib.cli import main
-from lib.registry import Paper
-from lib.runner import ParameterError, execute, make_specs, parse_param, validate_parameters
+from lib.suite import gallery
+from lib.suite.cli import main
+from lib.suite.registry import Paper
+from lib.suite.runner import ParameterError, execute, make_specs, parse_param, validate_parameters
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 OK, FAIL = FIXTURES / "fixture_ok.ipynb", FIXTURES / "fixture_fail.ipynb"
@@ -30,7 +30,7 @@ def test_parse_param():
 
 
 def test_seed_lists_and_ranges():
-    from lib.cli import parse_seeds
+    from lib.suite.cli import parse_seeds
 
     assert parse_seeds("0,1,2") == [0, 1, 2]
     assert parse_seeds("100-119") == list(range(100, 120))

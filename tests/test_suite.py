@@ -10,8 +10,8 @@ import nbformat
 import pytest
 import yaml
 
-from lib.notebooks import is_stripped, notebook_parameters, parameters_cells
-from lib.registry import FIELDS, papers, readme_table, render_readme
+from lib.suite.notebooks import is_stripped, notebook_parameters, parameters_cells
+from lib.suite.registry import FIELDS, papers, readme_table, render_readme
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

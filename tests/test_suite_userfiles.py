@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from lib.common.userfiles import VARIANTS, UserFileLoader, malformed_variants
-from lib.notebooks import notebook_parameters
-from lib.registry import papers
+from lib.suite.notebooks import notebook_parameters
+from lib.suite.registry import papers
 
 ROOT = Path(__file__).resolve().parents[1]
 AVAILABLE = [p for p in papers() if p.notebook_path.exists()]

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .common.paths import project_root
+from ..common.paths import project_root
 
-REGISTRY_FILE = Path(__file__).with_name("papers.toml")
+REGISTRY_FILE = Path(__file__).resolve().parents[1] / "papers.toml"
 FIELDS = ("number", "slug", "title", "authors", "venue", "arxiv", "openreview", "code", "brief", "notebook",
           "quick_budget_s")
 

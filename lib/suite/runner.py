@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
-from .common.claims import write_json_atomic
-from .common.config import MODES
-from .common.paths import project_root
+from ..common.claims import write_json_atomic
+from ..common.config import MODES
+from ..common.paths import project_root
 from .notebooks import notebook_parameters
 
 OFFLINE_ENV = {

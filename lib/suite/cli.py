@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import gallery, registry
-from .common.paths import project_root, reports_dir
+from ..common.paths import project_root, reports_dir
 from .runner import OFFLINE_ENV, ParameterError, execute, make_specs, parse_param
 
 
