@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-JOBS ?= 2
+JOBS ?= 2  # parallel test workers (make test) and notebook runs (make reports)
 SEEDS ?= 0
 
 # Nothing may wait on a network.
@@ -34,10 +34,10 @@ test-unit: $(STAMP)
 	$(PY) -m pytest -n $(JOBS) --dist loadfile tests
 
 reports: $(STAMP)
-	$(PY) -m lib run --all --mode quick --seeds $(SEEDS)
+	$(PY) -m lib run --all --mode quick --seeds $(SEEDS) --jobs $(JOBS)
 
 full-reports: $(STAMP)
-	$(PY) -m lib run --all --mode full --seeds $(SEEDS)
+	$(PY) -m lib run --all --mode full --seeds $(SEEDS) --jobs $(JOBS)
 
 gallery: $(STAMP)
 	$(PY) -m lib gallery

@@ -21,6 +21,28 @@ import os as _os
 for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
     _os.environ.setdefault(_var, "1")
 
+
+def _quiet_kernel_shutdown() -> None:
+    """Inside a Jupyter kernel: drop ipykernel's "KeyboardInterrupt caught in kernel" log line, which jupyter_client's
+    shutdown (it sends SIGINT before the shutdown request) prints after every successful plain papermill run. An
+    interrupt of a running cell still raises KeyboardInterrupt in the cell, as always."""
+    import logging
+    import sys
+
+    if "ipykernel" not in sys.modules:
+        return
+
+    class _DropShutdownInterrupt(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return not str(record.msg).startswith("KeyboardInterrupt caught in kernel")
+
+    logger = logging.getLogger("IPKernelApp")
+    if not any(type(f).__name__ == "_DropShutdownInterrupt" for f in logger.filters):
+        logger.addFilter(_DropShutdownInterrupt())
+
+
+_quiet_kernel_shutdown()
+
 from .claims import ClaimsLedger, ClaimsNotReproduced  # noqa: E402
 from .config import MODES, RunConfig, make_config  # noqa: E402
 from .devices import resolve_device  # noqa: E402

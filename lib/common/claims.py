@@ -99,6 +99,7 @@ def write_json_atomic(path: Path, payload: Any) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(payload, fh, indent=2, ensure_ascii=False)
             fh.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600 files; reports are read by users and web servers
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -208,6 +209,29 @@ class ClaimsLedger:
         ]
         return pd.DataFrame(rows).set_index("id") if rows else pd.DataFrame()
 
+    def html_table(self) -> str:
+        """The ledger as an HTML table: full statements, left-aligned, ordered by id, verdicts coloured."""
+        import html as _html
+
+        colours = {"held": ("#d9f2de", "#17672a"), "failed": ("#f8d7da", "#8a1c25"),
+                   "known": ("#fff3cd", "#7a5b00"), "sanity": ("#e7eefb", "#1d4f91")}
+        head = ("id", "kind", "claim", "paper", "measured", "test", f"expected in {self.mode}", "verdict")
+        cell = "padding:4px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #e3e3e3"
+        rows = []
+        for c in sorted(self.claims, key=lambda c: claim_sort_key(c["id"])):
+            sanity = c.get("kind") == "sanity"
+            state = ("sanity" if sanity else "held") if c["holds"] else ("failed" if c["expected"] else "known")
+            bg, fg = colours[state]
+            values = (c["id"], c.get("kind", "claim"), c["statement"], _fmt(c["paper_value"]), _fmt(c["measured"]),
+                      f"{c['comparison']} {_fmt(c['threshold'])}", "yes" if c["expected"] else "no")
+            tds = "".join(f'<td style="{cell}">{_html.escape(str(v))}</td>' for v in values)
+            tds += (f'<td style="{cell}"><span style="background:{bg};color:{fg};padding:1px 6px;border-radius:8px;'
+                    f'font-weight:600;white-space:nowrap">{_html.escape(self.verdict(c))}</span></td>')
+            rows.append(f"<tr>{tds}</tr>")
+        ths = "".join(f'<th style="{cell};background:#f4f5f7">{h}</th>' for h in head)
+        return (f'<table class="iclr26-claims" style="border-collapse:collapse;width:100%;font-size:12.5px">'
+                f"<thead><tr>{ths}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
     def write(self, out_dir: Optional[Path] = None) -> Path:
         target = Path(out_dir) if out_dir is not None else self.out_dir
         if target is None:
@@ -229,9 +253,9 @@ class ClaimsLedger:
         table = self.table()
         if display:
             try:
-                from IPython.display import display as _display
+                from IPython.display import HTML, display as _display
 
-                _display(table)
+                _display(HTML(self.html_table()))
             except ImportError:  # pragma: no cover - IPython is a dependency
                 print(table.to_string())
         path = self.write() if self.out_dir is not None else None

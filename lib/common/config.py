@@ -6,6 +6,8 @@ global generator, applies the suite's figure style and prints the configuration.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -18,6 +20,24 @@ from .paths import resolve_out_dir
 from .seeding import rng_for, seed_everything, torch_generator
 
 MODES = ("quick", "full")
+_VALIDATING = contextvars.ContextVar("iclr26_validating", default=False)
+
+
+@contextlib.contextmanager
+def validation_only():
+    """Inside this block :func:`make_config` only validates: it prints nothing, seeds nothing and creates no
+    folder. The runner calls a paper's ``config(...)`` this way to refuse bad ``-p`` values before any run."""
+    token = _VALIDATING.set(True)
+    try:
+        yield
+    finally:
+        _VALIDATING.reset(token)
+
+
+def validating() -> bool:
+    """Whether the current ``config(...)`` call only validates (see :func:`validation_only`): a paper's config
+    that would do expensive work after validating (load a large file, train) can skip it then."""
+    return _VALIDATING.get()
 
 
 @dataclass
@@ -92,6 +112,11 @@ def make_config(
     for key, value in params.items():
         if value is not None or key not in merged:
             merged[key] = value
+    if _VALIDATING.get():
+        if out_dir is not None and (not isinstance(out_dir, (str, Path)) or str(out_dir) == ""):
+            raise ValueError(f"parameter 'out_dir' got {out_dir!r}; allowed: None or a folder path (str)")
+        return RunConfig(paper=paper, mode=mode, seed=seed, out_dir=Path(out_dir or "."), device=resolved_device,
+                         params=merged)
     out = resolve_out_dir(paper, out_dir)
     seed_everything(seed)
     from .figures import set_style

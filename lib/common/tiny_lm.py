@@ -22,6 +22,7 @@ Dropout is off by default so that a model's hidden states are a deterministic fu
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -227,6 +228,40 @@ def evaluate_lm(model, stream, *, batch_size: int = 32, seq_len: int = 64, n_bat
 def hub_offline() -> bool:
     """Whether the Hugging Face hub is switched off (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``)."""
     return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on") for v in _OFFLINE_VARS)
+
+
+def check_model_name(model_name, *, parameter: str = "model_name") -> None:
+    """Refuse, before any work, a ``model_name`` that cannot load here (``ValueError`` naming the parameter).
+
+    ``None`` / the tiny model's name pass; a local folder must exist and hold a ``config.json``; a hub id must be
+    in the local Hugging Face cache while the hub is offline (as the suite always runs). Cheap: no model is read.
+    """
+    if model_name is None or model_name == TINY_MODEL_NAME:
+        return
+    allowed = f"None (the tiny local model, {TINY_MODEL_NAME!r}), a local model folder, or a Hugging Face hub id"
+    if not isinstance(model_name, str) or not model_name.strip():
+        raise ValueError(f"parameter {parameter!r} got {model_name!r}; allowed: {allowed}")
+    local = Path(model_name).expanduser()
+    looks_local = model_name.startswith((".", "/", "~")) or os.sep in model_name.strip("/").replace("/", "", 1)
+    if local.exists():
+        if not local.is_dir() or not (local / "config.json").exists():
+            raise ValueError(f"parameter {parameter!r} got {model_name!r}: a local path, but not a model folder "
+                             f"(no config.json in it); allowed: {allowed}")
+        return
+    if looks_local:
+        raise ValueError(f"parameter {parameter!r} got {model_name!r}: no such local folder; allowed: {allowed}")
+    if hub_offline():
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:  # pragma: no cover - a dependency of transformers
+            return
+        cached = try_to_load_from_cache(model_name, "config.json")
+        if not isinstance(cached, str):
+            raise ValueError(
+                f"parameter {parameter!r} got {model_name!r}: not in the local Hugging Face cache, and the hub is "
+                f"offline (HF_HUB_OFFLINE=1: the suite never downloads at run time). Use None for the tiny local "
+                f"model, pass a local model folder, or download the model beforehand (online, e.g. "
+                f"`huggingface-cli download {model_name}`) and run again.")
 
 
 def load_hub_lm(model_name: str, *, device: str = "cpu", dtype=None, cache_dir=None, **kwargs):

@@ -1,4 +1,4 @@
-"""Command line: ``python -m lib run|list|gallery|readme|strip``."""
+"""Command line: ``python -m lib run|list|claims|profile|gallery|readme|strip``."""
 from __future__ import annotations
 
 import argparse
@@ -97,14 +97,26 @@ def cmd_run(args) -> int:
     except ParameterError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    from . import probe
+    from .report import ensure_static
+
+    speed = probe.cached() if args.executor == "local" else None  # dask workers measure their own machine
+    for s in specs:
+        s.speed_probe = speed
     print(f"running {len(specs)} run(s) of {len(targets)} notebook(s) in {args.mode} mode, seeds "
-          f"{','.join(map(str, seeds))} -> {out}", flush=True)
-    records = execute(specs, jobs=args.jobs, executor=args.executor, scheduler=args.scheduler,
-                      show_progress=not args.no_progress)
+          f"{','.join(map(str, seeds))} -> {out}" + (f"\nmachine speed: {speed['line']}" if speed else ""), flush=True)
+    ensure_static(out)
+    try:
+        records = execute(specs, jobs=args.jobs, executor=args.executor, scheduler=args.scheduler,
+                          show_progress=not args.no_progress, allow_mixed_versions=args.allow_mixed_versions)
+    except ParameterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     index, claims = gallery.build(out)
     _print_scoreboard(records, out)
     failed = [r for r in records if r["status"] != "ok"]
-    print(f"\n{len(records) - len(failed)}/{len(records)} run(s) ok. Gallery: {index}  Scoreboard: {claims}")
+    print(f"\n{len(records) - len(failed)}/{len(records)} run(s) ok. Gallery: {index}  Scoreboard: "
+          f"{claims.with_suffix('.html')}")
     for r in failed:
         err = r.get("error") or {}
         print(f"FAILED {r['paper']} [{r['mode']}, seed {r['seed']}]: {err.get('ename')}: "
@@ -126,20 +138,25 @@ def _print_scoreboard(records: list[dict], out: Path) -> None:
         table = by_paper.setdefault(key, {"runs": 0})
         table["runs"] += 1
         for c in claims:
-            row = table.setdefault(c["id"], {"held": 0, "seen": 0, "expected": c["expected"]})
+            row = table.setdefault(c["id"], {"held": 0, "seen": 0, "expected": c["expected"],
+                                             "kind": c.get("kind", "claim")})
             row["seen"] += 1
             row["held"] += bool(c["holds"])
     if not by_paper:
         return
+    from ..common.claims import claim_sort_key
+
     print("\nClaims held per seed:")
     for (paper, mode), table in by_paper.items():
         runs = table.pop("runs")
         print(f"  {paper} ({mode}, {runs} run(s)):")
         if not table:
             print("    no claims written")
-        for cid, row in table.items():
+        for cid in sorted(table, key=claim_sort_key):
+            row = table[cid]
             tag = "expected" if row["expected"] else "not expected in this mode"
-            print(f"    {cid}: held on {row['held']}/{runs} seeds ({tag})")
+            kind = " [sanity]" if row["kind"] == "sanity" else ""
+            print(f"    {cid}{kind}: held on {row['held']}/{runs} seeds ({tag})")
 
 
 def cmd_list(args) -> int:
@@ -150,6 +167,53 @@ def cmd_list(args) -> int:
         last = f"last run: {latest[0]['status']} ({latest[0]['mode']}, seed {latest[0]['seed']})" if latest else ""
         print(f"{p.number:>2}  {p.slug:<28} {state:<10} {last}")
     return 0
+
+
+def cmd_claims(args) -> int:
+    out = Path(args.out).resolve() if args.out else reports_dir()
+    runs = gallery.collect_runs(out)
+    if not runs:
+        print(f"no runs under {out}: run some with `python -m lib run ...`", file=sys.stderr)
+        return 1
+    print(gallery.format_record(gallery.suite_record(registry.papers(), runs), fmt=args.format))
+    return 0
+
+
+def cmd_profile(args) -> int:
+    """Run one notebook once and print its cells by duration (like sphinx-gallery's timing tables)."""
+    import os
+    import tempfile
+
+    from . import probe
+    from .runner import execute
+
+    os.environ.update(OFFLINE_ENV)
+    try:
+        targets = _targets(argparse.Namespace(all=False, papers=[args.paper]))
+        params = dict(parse_param(p) for p in (args.param or []))
+        out = Path(args.out).resolve() if args.out else Path(tempfile.mkdtemp(prefix="iclr26-profile-"))
+        specs = make_specs(targets, mode=args.mode, seeds=[args.seed], params=params, out=out)
+    except ParameterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    speed = probe.cached()
+    specs[0].speed_probe = speed
+    [record] = execute(specs, show_progress=False)
+    from .runner import cell_durations
+
+    nb = Path(record["run_dir"]) / f"{record['paper']}.ipynb"
+    cells = cell_durations(nb, top=10**6)
+    rows = sorted(cells["all"], key=lambda r: -r["duration_s"])
+    total = cells["total_s"] or 0.0
+    print(f"\n{record['paper']} [{record['mode']}, seed {record['seed']}]: {record['status']}, "
+          f"{record['duration_s']:.1f} s wall-clock (kernel start and export included), {total:.1f} s in cells")
+    print(f"machine speed: {speed['line']}  (runtime = {probe.ratio(record['duration_s'], speed)}x the probe)")
+    print(f"{'cell':>4}  {'seconds':>8}  {'share':>6}  first line")
+    for r in rows[: args.top]:
+        share = 100 * r["duration_s"] / total if total else 0.0
+        print(f"{r['cell']:>4}  {r['duration_s']:>8.2f}  {share:>5.1f}%  {r['first_line']}")
+    print(f"run folder: {record['run_dir']}")
+    return 0 if record["status"] == "ok" else 1
 
 
 def cmd_gallery(args) -> int:
@@ -207,7 +271,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--scheduler", default=None, help="dask scheduler address (default: a LocalCluster)")
     run.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--allow-mixed-versions", action="store_true",
+                     help="dask: run even when workers have another project version, commit or torch than the client")
     run.set_defaults(func=cmd_run)
+
+    cl = sub.add_parser("claims", help="the suite's reproduction record, per paper, from the runs present")
+    cl.add_argument("--format", default="table", choices=("table", "markdown", "json"))
+    cl.add_argument("--out", default=None, help="reports folder (default: reports/)")
+    cl.set_defaults(func=cmd_claims)
+
+    pr = sub.add_parser("profile", help="run one notebook once and print its cells by duration")
+    pr.add_argument("paper", metavar="SLUG")
+    pr.add_argument("--seed", type=int, default=0)
+    pr.add_argument("--mode", default="quick")
+    pr.add_argument("-p", "--param", action="append", metavar="NAME=VALUE")
+    pr.add_argument("--top", type=int, default=15, help="cells to list (default 15)")
+    pr.add_argument("--out", default=None, help="reports folder (default: a temporary folder)")
+    pr.set_defaults(func=cmd_profile)
 
     lst = sub.add_parser("list", help="list the papers and their latest run")
     lst.set_defaults(func=cmd_list)

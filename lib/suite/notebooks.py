@@ -42,7 +42,7 @@ def is_stripped(path: Path) -> bool:
     )
 
 
-_KEEP_CELL_META = ("tags",)
+_KEEP_CELL_META = ("tags", "jupyter")  # "jupyter": {"source_hidden": true} collapses a "Try it" answer
 
 
 def strip_notebook(path: Path) -> bool:
