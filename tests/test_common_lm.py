@@ -140,3 +140,26 @@ def test_hub_model_fails_fast_and_clearly_offline(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match=r"model_name='gpt2'.*offline"):
         load_lm("gpt2", cache_dir=tmp_path)
     assert time.perf_counter() - t0 < 10
+
+
+def test_package_family_filter_keeps_only_the_named_packages():
+    from lib.common.text_corpus import package_of, stdlib_corpus, stdlib_files, stdlib_packages
+
+    assert package_of("email/mime/text.py") == "email" and package_of("argparse.py") == "argparse"
+    pk = stdlib_packages()
+    assert pk["json"] >= 3 and "email" in pk
+    docs = stdlib_corpus("docstrings", packages=["json"])
+    json_docs = set()
+    from lib.common.text_corpus import _parse_file
+
+    for rel in stdlib_files():
+        if package_of(rel) == "json":
+            json_docs.update(_parse_file(rel)[0])
+    assert docs and set(docs) <= json_docs
+    assert len(stdlib_corpus("docstrings", packages=["json", "csv"])) > len(docs)
+    import pytest
+
+    with pytest.raises(ValueError, match="packages"):
+        stdlib_corpus(packages=["no_such_pkg"])
+    with pytest.raises(ValueError, match="packages"):
+        stdlib_corpus(packages="json")

@@ -10,6 +10,11 @@ the claims ledger and the figure helper::
     ledger.check("C1", ...)
     ledger.finalize()
 
+Further shared modules, imported where needed: :mod:`.optim` (torch.optim's Adam/AdamW/SGD without its start-up
+cost), :mod:`.userfiles` (the contract for user-supplied files), :mod:`.additive` (neural additive shape functions),
+:mod:`.lm_hooks` (reading and editing a causal LM's residual stream), :mod:`.templates` (a seeded template engine
+with sentence and token labels), :mod:`.heavy_tails` (heavy-tailed noise and clipped SGD, when present).
+
 Language-model papers share an offline stack (no hub, no downloads): :mod:`.text_corpus` (docstrings and code
 lines of the Python standard library, parsed with ``ast``), :mod:`.bpe` (byte-level BPE tokenizers trained on it,
 shipped under ``data/common/``) and :mod:`.tiny_lm` (a tiny GPT-2 from a ``transformers`` config, a step-bounded
@@ -60,6 +65,9 @@ from .progress import progress  # noqa: E402
 from .seeding import rng_for, seed_everything, torch_generator  # noqa: E402
 from .threads import limit_threads  # noqa: E402
 from . import bpe, text_corpus, tiny_lm  # noqa: E402  (light at import: tokenizers/transformers load lazily)
+# heavier shared pieces are imported by the papers that need them, not here (torch at import time costs ~1.5 s):
+#   lib.common.optim (Adam/AdamW/SGD), lib.common.additive (neural additive shape functions), lib.common.lm_hooks
+#   (residual-stream hooks), lib.common.templates (seeded template engine), lib.common.userfiles (user-file contract)
 from .bpe import encode_corpus, load_bpe  # noqa: E402
 from .text_corpus import stdlib_corpus  # noqa: E402
 from .tiny_lm import load_lm, make_gpt2, train_lm  # noqa: E402

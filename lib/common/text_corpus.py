@@ -120,10 +120,32 @@ def _parse_file(rel: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(docs), tuple(code)
 
 
-def _select_files(max_files: Optional[int], seed: int) -> list[str]:
+def package_of(rel: str) -> str:
+    """The top-level stdlib package or module a file belongs to: ``"email/mime/text.py"`` -> ``"email"``,
+    ``"argparse.py"`` -> ``"argparse"``."""
+    first = rel.split("/", 1)[0]
+    return first[:-3] if first.endswith(".py") else first
+
+
+def stdlib_packages() -> dict[str, int]:
+    """Top-level stdlib packages/modules -> number of files (the families a corpus can be filtered by)."""
+    counts: dict[str, int] = {}
+    for rel in stdlib_files():
+        counts[package_of(rel)] = counts.get(package_of(rel), 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _select_files(max_files: Optional[int], seed: int, packages: Optional[Sequence[str]] = None) -> list[str]:
     files = list(stdlib_files())
     if not files:
         raise RuntimeError(f"no Python files found under the standard library folder {stdlib_dir()}")
+    if packages is not None:
+        wanted = set(packages)
+        unknown = sorted(wanted - {package_of(f) for f in files})
+        if unknown:
+            raise ValueError(f"parameter 'packages' got unknown stdlib package(s) {unknown}; see "
+                             f"lib.common.text_corpus.stdlib_packages()")
+        files = [f for f in files if package_of(f) in wanted]
     if max_files is None or max_files >= len(files):
         return files
     idx = rng_for(seed, "stdlib_corpus/files").choice(len(files), size=max_files, replace=False)
@@ -137,9 +159,11 @@ def stdlib_corpus(
     max_texts: Optional[int] = None,
     seed: int = 0,
     dedupe: bool = True,
+    packages: Optional[Sequence[str]] = None,
 ) -> list[str]:
     """Texts from the standard library: ``kind`` = ``"mixed"`` (docstrings and code lines), ``"docstrings"`` or
-    ``"code"``.
+    ``"code"``. ``packages`` keeps only files of those top-level packages/modules (a "family" filter:
+    ``packages=["email", "json"]``; see :func:`stdlib_packages`).
 
     ``max_files`` reads a seeded subset of files (None: all, a few seconds the first time); ``max_texts`` keeps
     the first texts after a seeded shuffle; ``dedupe`` drops repeated texts (the stdlib repeats short
@@ -152,7 +176,12 @@ def stdlib_corpus(
     if max_texts is not None:
         max_texts = check_int("max_texts", max_texts, lo=1)
     texts: list[str] = []
-    for rel in _select_files(max_files, seed):
+    if packages is not None:
+        if isinstance(packages, str) or not all(isinstance(p, str) for p in packages) or not packages:
+            raise ValueError(f"parameter 'packages' got {packages!r}; allowed: None or a non-empty list of stdlib "
+                             f"package names")
+        packages = sorted(set(packages))
+    for rel in _select_files(max_files, seed, packages):
         docs, code = _parse_file(rel)
         if kind in ("mixed", "docstrings"):
             texts.extend(docs)
@@ -160,7 +189,8 @@ def stdlib_corpus(
             texts.extend(code)
     if dedupe:
         texts = list(dict.fromkeys(texts))
-    order = rng_for(seed, f"stdlib_corpus/order/{kind}").permutation(len(texts))
+    name = f"stdlib_corpus/order/{kind}" + ("" if packages is None else "/" + ",".join(packages))
+    order = rng_for(seed, name).permutation(len(texts))
     texts = [texts[i] for i in order]
     return texts[:max_texts] if max_texts is not None else texts
 
