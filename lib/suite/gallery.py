@@ -425,11 +425,12 @@ def _generated(runs: dict) -> str:
 
 
 def render_index(all_papers: Iterable[Paper], runs: dict[str, list[dict]], root: Path) -> str:
-    all_papers = list(all_papers)
+    registered = list(all_papers)
+    all_papers = with_unregistered(registered, runs)
     records = [paper_record(p, runs.get(p.slug, [])) for p in all_papers]
     available = [r for r in records if r.paper.notebook or runs.get(r.paper.slug)]
     planned = [r.paper for r in records if not r.paper.notebook and not runs.get(r.paper.slug)]
-    t = suite_record(all_papers, runs)["totals"]
+    t = suite_record(registered, runs)["totals"]
     stats = [
         (f"{t['with_notebook']}/{t['papers']}", "papers with a notebook"),
         (str(t["claims"]), "paper claims checked"),
@@ -483,6 +484,7 @@ def _measured_text(row: ClaimRow, mode: str) -> str:
 
 def render_claims_html(all_papers: Iterable[Paper], runs: dict[str, list[dict]], root: Path) -> str:
     esc = html.escape
+    all_papers = with_unregistered(all_papers, runs)
     parts = [_header("iclr26-repro: claims scoreboard",
                      f"Every paper claim and sanity check of the latest runs · {_generated(runs)} · "
                      f"<a href='index.html'>gallery</a>")]
