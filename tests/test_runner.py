@@ -226,6 +226,7 @@ def test_report_files_are_world_readable_and_math_is_offline(tmp_path):
     assert "cdnjs" not in report and "require.min.js" not in report
     assert "../../_static/mathjax/MathJax.js" in report and (tmp_path / "_static/mathjax/MathJax.js").exists()
     assert 'class="iclr26-claims"' in report and "sanity check passed" in report
+    assert ".tmp-" not in report and ".tmp-" not in (run_dir / "fixture_kinds.ipynb").read_text()
 
 
 def test_bad_values_are_refused_by_the_papers_own_config(tmp_path):

@@ -436,7 +436,7 @@ def render_index(all_papers: Iterable[Paper], runs: dict[str, list[dict]], root:
         (str(t["claims"]), "paper claims checked"),
         (f"{t['held_quick']}/{t['claims_run_quick']}", "held on every seed run in quick mode"),
         (f"{t['held_full']}/{t['claims_run_full']}" if t["papers_full"] else "not run",
-         f"held in full mode ({t['papers_full']} papers run)" if t["papers_full"] else "full mode"),
+         f"held in full mode ({t['papers_full']} paper{'s' if t['papers_full'] != 1 else ''} run)" if t["papers_full"] else "full mode"),
         (str(t["not_reproduced"]), "not reproduced (reasons in each notebook)"),
         (f"{t['sanity_passed']}/{t['sanity']}", "sanity checks passed (not counted as claims)"),
     ]

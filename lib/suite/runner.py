@@ -388,6 +388,7 @@ def execute_into(spec: RunSpec, work_dir: Path, notebook: Optional[Path] = None,
     duration = time.perf_counter() - t0
     git = git_info()
     if out_nb.exists():
+        _rewrite_paths(out_nb, work_dir, Path(spec.run_dir))
         meta = (f"{spec.mode} mode · seed {spec.seed} · run {started:%Y-%m-%d %H:%M} UTC · "
                 f"{duration:.0f} s · commit {(git.get('commit') or 'unknown')[:10]}{' (dirty)' if git.get('dirty') else ''}")
         try:
@@ -415,6 +416,20 @@ def execute_into(spec: RunSpec, work_dir: Path, notebook: Optional[Path] = None,
     }
     write_json_atomic(work_dir / "run.json", record)
     return record
+
+
+def _rewrite_paths(ipynb: Path, work_dir: Path, final_dir: Path) -> None:
+    """The executed notebook printed its temporary output folder; show the folder the run is published to."""
+    import json
+
+    old, new = str(Path(work_dir).resolve()), str(Path(final_dir).resolve())
+    text = ipynb.read_text(encoding="utf-8")
+    if old == new or old not in text and json.dumps(old)[1:-1] not in text:
+        return
+    text = text.replace(json.dumps(old)[1:-1], json.dumps(new)[1:-1]).replace(old, new)
+    tmp = ipynb.with_suffix(".ipynb.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, ipynb)
 
 
 def _tmp_dir_for(run_dir: Path) -> Path:
