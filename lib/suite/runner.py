@@ -793,6 +793,14 @@ def make_specs(
     return specs
 
 
+def _ipc_base() -> str:
+    """The IPC socket path prefix of a kernel: in the temp folder, or in /tmp when that path is too long for a Unix
+    socket (about 107 bytes; jupyter_client appends "-<port>")."""
+    name = f"iclr26-kernel-{uuid.uuid4().hex[:12]}"
+    base = os.path.join(tempfile.gettempdir(), name)
+    return base if len(base) <= 90 else os.path.join("/tmp", name)
+
+
 def _ipc_kernel_manager():
     """A kernel manager on IPC sockets (local runs): no TCP ports, no 'unencrypted TCP' warning."""
     from jupyter_client.manager import AsyncKernelManager
@@ -801,7 +809,7 @@ def _ipc_kernel_manager():
         def __init__(self, **kwargs):
             kwargs.setdefault("transport", "ipc")
             kwargs.setdefault("shutdown_wait_time", 10.0)  # torch kernels can take a few seconds to exit
-            kwargs.setdefault("ip", os.path.join(tempfile.gettempdir(), f"iclr26-kernel-{uuid.uuid4().hex[:12]}"))
+            kwargs.setdefault("ip", _ipc_base())
             super().__init__(**kwargs)
 
         async def _async_interrupt_kernel(self) -> None:
