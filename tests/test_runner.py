@@ -198,6 +198,21 @@ def test_run_json_records_probe_and_cell_durations(tmp_path):
     assert all({"cell", "duration_s", "first_line"} <= set(c) for c in cells["slowest"])
 
 
+def test_latest_run_folders_carry_the_probe_and_cell_durations(tmp_path):
+    """Every latest run folder under a reports root must let runtimes be compared across machines."""
+    from lib.suite.runner import run_record_problems
+
+    _run_kinds(tmp_path, "quick", (0, 1))
+    runs = gallery.collect_runs(tmp_path)
+    latest = gallery.latest_by_seed(runs["fixture_kinds"], "quick")
+    assert len(latest) == 2
+    for r in latest:
+        assert run_record_problems({k: v for k, v in r.items() if not k.startswith("_")}) == []
+    broken = {k: v for k, v in latest[0].items() if not k.startswith("_") and k not in ("speed_probe", "cells")}
+    assert run_record_problems(broken) == ["no 'speed_probe'", "no 'cells'", "no speed probe (python_s, numpy_s, "
+                                           "torch_s)", "no cell durations (total_s and the slowest cells)"]
+
+
 def test_failed_rerun_keeps_the_good_run_and_marks_it_stale(tmp_path):
     _run_kinds(tmp_path)
     good = tmp_path / "fixture_kinds" / "quick-seed0"

@@ -432,6 +432,27 @@ def _rewrite_paths(ipynb: Path, work_dir: Path, final_dir: Path) -> None:
     os.replace(tmp, ipynb)
 
 
+RUN_FIELDS = ("paper", "mode", "seed", "parameters", "status", "duration_s", "started", "versions", "git", "error",
+              "claims", "speed_probe", "cells")
+
+
+def run_record_problems(record: dict) -> list[str]:
+    """What a ``run.json`` lacks for runtimes to be compared across machines (empty when complete): the speed probe
+    (python/numpy/torch seconds) and the cell durations (total and the slowest cells with their first line)."""
+    problems = [f"no {k!r}" for k in RUN_FIELDS if k not in record]
+    probe = record.get("speed_probe")
+    if not isinstance(probe, dict) or not all(isinstance(probe.get(k), (int, float)) for k in
+                                              ("python_s", "numpy_s", "torch_s")):
+        problems.append("no speed probe (python_s, numpy_s, torch_s)")
+    cells = record.get("cells")
+    if record.get("status") == "ok" and (not isinstance(cells, dict) or not isinstance(cells.get("total_s"), (int, float))
+                                         or not cells.get("slowest")
+                                         or not all({"cell", "duration_s", "first_line"} <= set(c)
+                                                    for c in cells["slowest"])):
+        problems.append("no cell durations (total_s and the slowest cells)")
+    return problems
+
+
 def _tmp_dir_for(run_dir: Path) -> Path:
     return run_dir.parent / f".{run_dir.name}.tmp-{uuid.uuid4().hex[:10]}"
 
