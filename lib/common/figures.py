@@ -66,10 +66,16 @@ def save_figure(
         fig._iclr26_stamped = True
     if thumbnail is not False and thumbnail is not None:
         save_thumbnail(fig, folder, None if thumbnail is True else thumbnail)
+    # the tight box once (a layout pass without rasterising), then one draw per format: savefig(bbox_inches="tight")
+    # would draw twice per format
+    import matplotlib as mpl
+
+    fig.draw_without_rendering()
+    box = fig.get_tightbbox(fig.canvas.get_renderer()).padded(mpl.rcParams["savefig.pad_inches"])
     paths = []
     for fmt in formats:
         path = folder / f"{name}.{fmt}"
-        fig.savefig(path, bbox_inches="tight")
+        fig.savefig(path, bbox_inches=box)
         paths.append(path)
     return paths[0]
 

@@ -216,6 +216,18 @@ def cmd_profile(args) -> int:
     return 0 if record["status"] == "ok" else 1
 
 
+def cmd_manifest(args) -> int:
+    from . import manifest
+
+    try:
+        changes = manifest.update(args.slug, args.provenance)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(changes) if changes else "data/README.md already lists data/%s/ as it is" % args.slug)
+    return 0
+
+
 def cmd_gallery(args) -> int:
     out = Path(args.out).resolve() if args.out else reports_dir()
     index, claims = gallery.build(out)
@@ -291,6 +303,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     lst = sub.add_parser("list", help="list the papers and their latest run")
     lst.set_defaults(func=cmd_list)
+
+    mf = sub.add_parser("manifest", help="list data/<slug>/'s files in data/README.md (size, sha256, provenance)")
+    mf.add_argument("slug")
+    mf.add_argument("--provenance", default=None, help="the command that regenerates the files, and what they are")
+    mf.set_defaults(func=cmd_manifest)
 
     gal = sub.add_parser("gallery", help="rebuild reports/index.html and reports/CLAIMS.md")
     gal.add_argument("--out", default=None)
