@@ -13,11 +13,15 @@ from lib.hinge_regression_tree.data import hinge_function, make_kin_like, read_k
 from lib.hinge_regression_tree.experiments import loglog_slope
 from lib.hinge_regression_tree.make_data import write_fixtures
 from lib.hinge_regression_tree.solver import (
+    CONVERGED_STOPS,
+    _moments,
     add_bias,
     gauss_newton_step,
     hinge_objective,
     hinge_split,
+    no_descent_cause,
     penalty_matrix,
+    refit_sides,
     ridge_ols,
     solve_direction,
     split_vector,
@@ -264,9 +268,9 @@ def test_kin8nm_reader_accepts_both_distributed_layouts():
     assert np.allclose(Xw, Xc, atol=1e-6) and np.allclose(yw, yc, atol=1e-6)
 
 
-@pytest.mark.parametrize("name,msg", [("kin8nm_bad_columns.data", "8 fields"),
-                                      ("kin8nm_bad_header.data", "not a number"),
-                                      ("kin8nm_bad_semicolon.data", "1 fields")])
+@pytest.mark.parametrize("name,msg", [("kin8nm_bad_columns.data", "8 fields, not 9"),
+                                      ("kin8nm_bad_header.data", "a header row?"),
+                                      ("kin8nm_bad_semicolon.data", "separated by semicolons")])
 def test_kin8nm_reader_rejects_other_files(name, msg):
     with pytest.raises(ValueError, match="data_path") as err:
         read_kin8nm(DATA / name)
@@ -278,14 +282,54 @@ def test_kin8nm_reader_rejects_other_files(name, msg):
 def test_kin8nm_reader_rejects_mixed_and_missing(tmp_path):
     p = tmp_path / "mixed.data"
     p.write_text("1,2,3,4,5,6,7,8,9\n1 2 3 4 5 6 7 8 9\n")
-    with pytest.raises(ValueError, match="mixes"):
+    with pytest.raises(ValueError, match="line 2: the line has no commas"):
         read_kin8nm(p)
-    p.write_text("1,2,3,4,5,6,7,8,nan\n")
+    p.write_text("1 2 3 4 5 6 7 8 9\n1,2,3,4,5,6,7,8,9\n")
+    with pytest.raises(ValueError, match="line 2: fields are separated by commas"):
+        read_kin8nm(p)
+    p.write_text("1,2,3,4,5,6,7,8,9\n1,2,3,4,5,6,7,8,nan\n")
+    with pytest.raises(ValueError, match="missing value"):
+        read_kin8nm(p)
+    p.write_text("1,2,3,4,5,6,7,8,9\n1,2,3,4,5,6,7,8,inf\n")
     with pytest.raises(ValueError, match="non-finite"):
         read_kin8nm(p)
-    p.write_text("\n\n")
-    with pytest.raises(ValueError, match="empty"):
+    p.write_text("1,2,3,4,5,6,7,8,9\n2,3,4,5,6,7,8,9,9\n")
+    with pytest.raises(ValueError, match="target column"):
         read_kin8nm(p)
+    p.write_text("\n\n")
+    with pytest.raises(ValueError, match="blank"):
+        read_kin8nm(p)
+
+
+@pytest.mark.parametrize("content,msg", [(b"", "empty"), (b"\x00\x01\x02" * 50, "binary"),
+                                         ("bz2", "bzip2-compressed: decompress")])
+def test_kin8nm_reader_names_the_parameter_for_non_text_files(tmp_path, content, msg):
+    import bz2
+
+    p = tmp_path / "kin8nm.data"
+    p.write_bytes(bz2.compress((DATA / "kin8nm_hrt_sample.data").read_bytes()) if content == "bz2" else content)
+    with pytest.raises(ValueError, match=msg) as err:
+        read_kin8nm(p)
+    assert "'data_path'" in str(err.value) and "kin8nm as distributed" in str(err.value)
+
+
+def test_kin8nm_reader_reads_delve_gzip(tmp_path):
+    import gzip
+
+    p = tmp_path / "Dataset.data.gz"
+    p.write_bytes(gzip.compress((DATA / "kin8nm_delve_sample.data").read_bytes()))
+    X, y = read_kin8nm(p)
+    Xw, yw = read_kin8nm(DATA / "kin8nm_delve_sample.data")
+    assert np.array_equal(X, Xw) and np.array_equal(y, yw)
+    p.write_bytes(gzip.compress(b"1 2 3\n4 5 6\n"))
+    with pytest.raises(ValueError, match="3 fields, not 9"):
+        read_kin8nm(p)
+
+
+def test_loaders_declare_the_kin8nm_reader():
+    loader = paper.LOADERS["data_path"]
+    X, y = loader(loader.fixture_path())
+    assert X.shape == (64, 8) and y.shape == (64,)
 
 
 def test_shipped_fixtures_are_what_make_data_writes(tmp_path):
@@ -333,5 +377,130 @@ def test_benchmark_runs_on_a_kin8nm_file(tmp_path):
     cfg.params["datasets"] = ("kin_like",)
     res = run_benchmark(cfg)
     assert res.labels["kin_like"] == "kin8nm (file)"
-    assert set(res.scores.method) == set(paper.experiments.METHODS)
-    assert np.all(np.isfinite(res.scores.rmse)) and len(res.scores) == 5
+    assert set(res.scores.method) == set(paper.experiments.METHODS) | {paper.experiments.HRT_TUNED}
+    assert np.all(np.isfinite(res.scores.rmse)) and len(res.scores) == 6
+    for m in ("CART", "LinearTree-lite", paper.experiments.HRT_TUNED):
+        assert res.tuned["kin_like"][m]["rule"] == "one-SE"
+    table = paper.single_tree_table(res)
+    assert table.loc["kin_like", "data set"] == "kin8nm (file)"
+
+
+# --- solver internals added for speed and diagnosis -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.8])
+def test_refit_sides_equals_ridge_ols_on_each_side(alpha):
+    rng = np.random.default_rng(20)
+    X, z = rng.normal(size=(90, 3)) + [0.0, 4.0, -2.0], rng.normal(size=90)
+    for frac in (0.2, 0.5, 0.8):
+        left = rng.random(90) < frac
+        a, b = refit_sides(X, z, left, alpha, _moments(X, z))
+        assert np.allclose(a, ridge_ols(X[left], z[left], alpha), atol=1e-9)
+        assert np.allclose(b, ridge_ols(X[~left], z[~left], alpha), atol=1e-9)
+
+
+def test_ridge_ols_minimum_norm_on_singular_data():
+    rng = np.random.default_rng(21)
+    X = np.tile(rng.normal(size=(1, 3)), (12, 1))
+    z = rng.normal(size=12)
+    assert np.allclose(ridge_ols(X, z, 0.0), np.r_[0.0, 0.0, 0.0, z.mean()], atol=1e-12)
+    X = rng.normal(size=(40, 3))
+    X[:, 2] = 2 * X[:, 0]  # collinear columns: the minimum-norm solution, as lstsq gives it
+    z = X @ [1.0, -1.0, 0.5] + 0.3
+    Xc = X - X.mean(axis=0)
+    want = np.linalg.lstsq(Xc, z - z.mean(), rcond=None)[0]
+    assert np.allclose(ridge_ols(X, z, 0.0)[:3], want, atol=1e-8)
+
+
+def test_no_descent_cause_classifies_the_three_cases():
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(200, 2))
+    z = np.maximum(X[:, 0], -X[:, 1]) + 0.1 * rng.normal(size=200)
+    Xt = add_bias(X)
+    left = X[:, 0] < 0.1
+    ols = [ridge_ols(X[m], z[m], 0.0) for m in (left, ~left)]
+    rid = [ridge_ols(X[m], z[m], 5.0) for m in (left, ~left)]
+    p = [Xt @ t for t in ols]
+    # the pieces already are the refit of their partition: stationary
+    cause, dec, _ = no_descent_cause(z, left, *p, *p, *ols, *ols, 0.0, "max", 5)
+    assert cause == "stationary" and abs(dec) < 1e-12
+    # OLS pieces, ridge target: the target lowers the penalised objective but raises the plain RMSE
+    cause, dec, _ = no_descent_cause(z, left, *p, *(Xt @ t for t in rid), *ols, *rid, 5.0, "max", 5)
+    assert cause == "ridge" and dec > 1e-8
+    # pieces off their refit: the target lowers the plain RMSE on the fixed partition
+    off = [t + 0.3 for t in ols]
+    cause, dec, _ = no_descent_cause(z, left, *(Xt @ t for t in off), *p, *off, *ols, 0.0, "max", 5)
+    assert cause == "kinks" and dec > 1e-8
+
+
+def test_solver_reports_its_final_objective_and_convergence():
+    X, y = _wavy(500, 3, seed=23)
+    m = HRTRegressor(threshold=0.0, max_depth=3, step_size="auto", ridge_alpha=1.0).fit(X, y)
+    for e in m.solve_log_:
+        for r in e["runs"]:
+            assert r["converged"] == (r["stop"] in CONVERGED_STOPS or r["no_descent"] == "stationary")
+            assert (r["no_descent"] != "") == (r["stop"] == "no_descent")
+    Xs = X[:200]
+    res = hinge_split(Xs, y[:200], step="auto", ridge_alpha=1.0).best
+    valid, rmse, left = hinge_objective(add_bias(Xs), y[:200], res.theta1, res.theta2, res.envelope, 5)
+    assert valid and rmse == pytest.approx(res.rmse, abs=1e-12) and np.array_equal(left, res.left)
+    assert res.trace[-1] == pytest.approx(res.rmse, abs=1e-9)
+
+
+def test_predict_depths_matches_predict_at_depth():
+    X, y = _wavy(400, 3, seed=24)
+    m = HRTRegressor(threshold=0.0, max_depth=4, step_size="auto").fit(X, y)
+    P = m.predict_depths(X, range(0, 6))
+    for d in range(0, 6):
+        assert np.allclose(P[d], m.predict_at_depth(X, d))
+    assert np.allclose(P[5], m.predict(X))
+
+
+# --- tuning and comparison ------------------------------------------------------------------------------------------
+
+
+def test_one_se_rule_takes_the_most_compact_point_within_one_se():
+    import pandas as pd
+    from lib.hinge_regression_tree.experiments import one_se_choice
+
+    t = pd.DataFrame({"params": [{"d": 3}, {"d": 5}, {"d": 7}, {"d": 9}], "mse": [1.30, 1.08, 1.00, 1.01],
+                      "se": [0.05, 0.05, 0.05, 0.05], "leaves": [8, 32, 110, 300]})
+    assert one_se_choice(t).params == {"d": 7}  # 1.08 > 1.00 + 0.05
+    t.loc[1, "mse"] = 1.04
+    assert one_se_choice(t).params == {"d": 5}
+    t.loc[:, "se"] = 0.5
+    assert one_se_choice(t).params == {"d": 3}
+
+
+def test_single_tree_table_compares_with_the_best_single_tree():
+    import pandas as pd
+    from lib.hinge_regression_tree.experiments import HRT_TUNED, BenchmarkResult
+
+    rows = []
+    for m, r, k in (("HRT", 1.0, 40), (HRT_TUNED, 0.9, 8), ("CART", 1.2, 100), ("LinearTree-lite", 0.95, 10),
+                    ("Ridge", 1.5, np.nan), ("HGB", 0.9, np.nan)):
+        rows += [{"dataset": "a", "method": m, "rep": rep, "rmse": r, "leaves": k} for rep in (0, 1)]
+    res = BenchmarkResult(pd.DataFrame(rows), {}, {"a": "set a"})
+    t = paper.single_tree_table(res)
+    assert t.loc["a", "best single tree"] == "LinearTree-lite"  # HGB is an ensemble, not a single tree
+    assert t.loc["a", "rmse ratio"] == pytest.approx(1.0 / 0.95) and t.loc["a", "leaf ratio"] == pytest.approx(4.0)
+    assert not t.loc["a", "within 5%"] and not t.loc["a", "at most its leaves"]
+    assert t.loc["a", "CART leaf ratio"] == pytest.approx(0.4)
+    assert t.loc["a", "one-SE HRT leaf ratio"] == pytest.approx(0.8)
+
+
+def test_split_balance_of_a_median_split():
+    from lib.hinge_regression_tree.experiments import split_balance
+
+    X = np.linspace(-1, 1, 401).reshape(-1, 1)
+    y = np.abs(X[:, 0])
+    m = HRTRegressor(threshold=0.0, max_depth=1, step_size="auto", ridge_alpha=0.0).fit(X, y)
+    assert split_balance(m) == pytest.approx([0.5], abs=0.01)
+
+
+def test_study_settings_follow_the_mode():
+    from lib.hinge_regression_tree.experiments import study_settings
+
+    assert list(study_settings(paper.config(verbose=False))) == ["auto", "0.1"]
+    assert list(study_settings(paper.config(mode="full", verbose=False))) == ["auto", "0.5", "0.1", "auto, α=0"]
+    assert "auto, α=0" not in study_settings(paper.config(mode="full", ridge_alpha=0.0, verbose=False))

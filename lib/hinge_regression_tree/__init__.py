@@ -7,28 +7,41 @@ Modules: ``solver`` (the node solver), ``tree`` (``HRTRegressor``), ``baselines`
 from __future__ import annotations
 
 from lib.common import check_choice, check_float, check_int, check_path, make_config
+from lib.common.userfiles import UserFileLoader
 
 from .baselines import LinearModelTree
-from .data import DATASETS, read_kin8nm
+from .data import DATASETS, KIN8NM_EXPECTED, read_kin8nm
 from .experiments import (
     approximation_rate,
+    converged_share,
     convergence_summary,
     curve_view,
-    table_view,
-    tuned_view,
-    trace_table,
-    hrt_vs_cart,
     iteration_study,
     leaves_curve,
     partition_2d,
     root_traces,
     run_benchmark,
+    single_tree_table,
+    slope_table,
+    stop_table,
     summary_table,
+    table_view,
+    trace_table,
+    tuned_view,
 )
 from .solver import gauss_newton_step, hinge_split, ridge_ols
 from .tree import HRTRegressor
 
 SLUG = "hinge_regression_tree"
+
+# The user-file parameters (lib.common.userfiles contract): kin8nm as DELVE or the HRT repository distributes it.
+LOADERS = {
+    "data_path": UserFileLoader("data_path", "lib.hinge_regression_tree.data:read_kin8nm",
+                                fixture="data/hinge_regression_tree/kin8nm_delve_sample.data",
+                                expected=KIN8NM_EXPECTED,
+                                skip={"gzip": "DELVE distributes kin8nm as Dataset.data.gz; the reader decompresses "
+                                              "gzip itself (other compressions are refused)"}),
+}
 
 SIZES = {
     "quick": {
@@ -42,9 +55,10 @@ SIZES = {
         "curve_cart_depth": 12,
         "rate_n1": 2000,
         "rate_depth1": 6,
-        "rate_n2": 4000,
-        "rate_depth2": 8,
+        "rate_n2": 3000,
+        "rate_depth2": 7,
         "n_2d": 1500,
+        "study_settings": ("auto", "0.1"),  # node-solver settings of Figure 2 (see experiments.study_settings)
     },
     "full": {
         "n_samples": 8192,
@@ -60,6 +74,7 @@ SIZES = {
         "rate_n2": 16000,
         "rate_depth2": 10,
         "n_2d": 3000,
+        "study_settings": ("auto", "0.5", "0.1", "auto, α=0"),
     },
 }
 
@@ -96,7 +111,7 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, n_
 
 __all__ = [
     "SLUG", "SIZES", "config", "HRTRegressor", "LinearModelTree", "hinge_split", "gauss_newton_step", "ridge_ols",
-    "read_kin8nm", "run_benchmark", "summary_table", "hrt_vs_cart", "root_traces", "iteration_study",
-    "leaves_curve", "approximation_rate", "partition_2d", "convergence_summary", "table_view", "trace_table",
-    "tuned_view", "curve_view",
+    "read_kin8nm", "run_benchmark", "summary_table", "single_tree_table", "root_traces", "iteration_study",
+    "leaves_curve", "approximation_rate", "slope_table", "partition_2d", "convergence_summary", "stop_table",
+    "converged_share", "table_view", "trace_table", "tuned_view", "curve_view", "LOADERS",
 ]

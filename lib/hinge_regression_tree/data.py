@@ -15,7 +15,7 @@ then the target on each row; DELVE's copy is whitespace-separated, the HRT repos
 """
 from __future__ import annotations
 
-from pathlib import Path
+from functools import lru_cache
 from typing import Optional, Tuple
 
 import numpy as np
@@ -132,48 +132,46 @@ def smooth_grid(kind: str, m: int):
     return X, smooth2d(X)
 
 
+KIN8NM_EXPECTED = (f"kin8nm as distributed: {KIN_COLUMNS} numbers per row (8 inputs, then the target), separated "
+                   f"by whitespace (DELVE) or by commas (HRT repository), no header")
+
+
 def read_kin8nm(data_path) -> Tuple[np.ndarray, np.ndarray]:
     """Read kin8nm as distributed: one row per case, 8 inputs then the target, no header.
 
-    DELVE's ``Dataset.data`` separates fields by whitespace; the HRT repository's ``kin8nm.data`` by commas (spaces
-    after a comma are allowed). Anything else (another column count, a header, other separators, a mix of the
-    two formats, missing or non-finite values) raises ``ValueError`` naming ``data_path``.
+    DELVE's ``Dataset.data`` separates fields by whitespace (DELVE ships it gzip-compressed as ``Dataset.data.gz``,
+    which is read as is); the HRT repository's ``kin8nm.data`` by commas (spaces after a comma are allowed).
+    Built on :func:`lib.common.userfiles.read_numeric_table`, so another compression, a binary, empty or
+    undecodable file, another delimiter, a mix of the two layouts, a header, another column count and missing or
+    non-finite values all raise :class:`~lib.common.userfiles.UserFileError` (a ``ValueError``) naming
+    ``data_path``, the line and what kin8nm looks like. Repeated reads of an unchanged file are served from memory.
     """
-    path = Path(data_path)
+    from lib.common.userfiles import check_file
 
-    def bad(msg: str) -> ValueError:
-        return ValueError(
-            f"parameter 'data_path' ({str(data_path)!r}): {msg}; expected kin8nm as distributed: "
-            f"{KIN_COLUMNS} numbers per row (8 inputs, then the target), separated by whitespace (DELVE) "
-            f"or by commas (HRT repository), no header"
-        )
+    path = check_file("data_path", data_path, expected=KIN8NM_EXPECTED)
+    st = path.stat()
+    data = _read_kin8nm_cached(str(path.resolve()), st.st_mtime_ns, st.st_size, str(data_path))
+    return data[:, :-1].copy(), data[:, -1].copy()
 
-    if not path.is_file():
-        raise bad("not a file")
+
+@lru_cache(maxsize=4)
+def _read_kin8nm_cached(resolved: str, mtime_ns: int, size: int, shown: str) -> np.ndarray:
+    from lib.common.userfiles import UserFileError, read_numeric_table
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise bad("not a text file") from None
-    lines = [(k + 1, ln.strip()) for k, ln in enumerate(text.splitlines()) if ln.strip()]
-    if not lines:
-        raise bad("the file is empty")
-    comma = "," in lines[0][1]
-    rows = []
-    for lineno, line in lines:
-        if ("," in line) != comma:
-            raise bad(f"line {lineno} mixes comma- and whitespace-separated rows")
-        fields = [f.strip() for f in line.split(",")] if comma else line.split()
-        if len(fields) != KIN_COLUMNS:
-            raise bad(f"line {lineno} has {len(fields)} fields")
-        try:
-            values = [float(f) for f in fields]
-        except ValueError:
-            raise bad(f"line {lineno} holds a field that is not a number (a header row?)") from None
-        if not all(np.isfinite(values)):
-            raise bad(f"line {lineno} holds a missing or non-finite value")
-        rows.append(values)
-    data = np.array(rows)
-    return data[:, :-1], data[:, -1]
+        data, _ = read_numeric_table("data_path", shown, expected=KIN8NM_EXPECTED, n_cols=KIN_COLUMNS,
+                                     delimiter=("whitespace", ","), header=False, comments=(), min_rows=2,
+                                     allow_gzip=True)
+    except UserFileError as err:
+        if "not a number" in err.problem and err.line is not None and err.line <= 1:
+            raise UserFileError("data_path", shown, err.problem + " (a header row? kin8nm has none)",
+                                expected=KIN8NM_EXPECTED, line=err.line) from None
+        raise
+    if len(np.unique(data[:, -1])) < 2:
+        raise UserFileError("data_path", shown, "the target column (the last) is constant",
+                            expected=KIN8NM_EXPECTED)
+    data.setflags(write=False)
+    return data
 
 
 def load_dataset(name: str, n: int, rng: np.random.Generator, data_path=None):

@@ -25,6 +25,16 @@ import numpy as np
 
 ENVELOPES = ("min", "max")
 STOP_REASONS = ("partition", "tol", "no_descent", "invalid_step", "singular", "cap")
+CONVERGED_STOPS = ("partition", "tol")
+# Why backtracking found no step (recorded at every "no_descent" stop):
+#   stationary: the full Gauss-Newton step would lower the objective it minimises (the ridge-penalised SSE of the
+#       fixed partition) by at most BT_IMPROVE in RMSE units: the pieces are at a stationary point;
+#   ridge: that step would lower the penalised objective, but not the plain RMSE that the line search compares
+#       (with ridge_alpha > 0 the refit minimises another objective than the one the acceptance test measures);
+#   kinks: the step would lower the plain RMSE on the fixed partition, but every trial step moves points across
+#       the hinge and raises it (the trial steps stop at 2^-9, BT_MAX_HALVINGS halvings).
+# Each no-descent stop also records whether a longer search (steps 2^-10 ... 2^-30) would have found a step.
+NO_DESCENT_CAUSES = ("stationary", "ridge", "kinks")
 
 # Backtracking constants (as in the paper's code): start at s = 1, halve, at most 10 halvings, never below 1e-4,
 # accept the first s whose objective beats the current one by more than 1e-8.
@@ -33,6 +43,7 @@ BT_MIN_STEP = 1e-4
 BT_MAX_HALVINGS = 10
 BT_IMPROVE = 1e-8
 RCOND = 1e-12
+CENTRING_TOL = 1e-11  # relative rounding level of a variance computed from raw moments
 
 
 def add_bias(X: np.ndarray) -> np.ndarray:
@@ -51,24 +62,65 @@ def penalty_matrix(n_features: int, alpha: float) -> np.ndarray:
 def ridge_ols(X: np.ndarray, z: np.ndarray, alpha: float = 0.0) -> np.ndarray:
     """theta = argmin ||z - X~ theta||^2 + alpha ||theta_{1:d}||^2, the bias unpenalised; returns [w, b].
 
-    Equal to (X~'X~ + alpha I')^{-1} X~'z whenever that matrix is invertible. It is computed on centred data
-    (the unpenalised bias absorbs the centring), which keeps deep, narrow nodes well conditioned; a singular
-    system (duplicated rows, constant features, too few points) gets the minimum-norm least-squares weights.
+    Equal to (X~'X~ + alpha I')^{-1} X~'z whenever that matrix is invertible. It is computed on centred
+    moments (the unpenalised bias absorbs the centring). With alpha > 0 the centred system is positive definite
+    and solved directly; with alpha = 0 a singular system (duplicated rows, constant features, too few points)
+    gets the minimum-norm least-squares weights (zero weights for duplicated rows: the mean).
     """
     X = np.asarray(X, dtype=float)
     z = np.asarray(z, dtype=float)
-    n, d = X.shape
-    if n == 0:
-        return np.zeros(d + 1)
-    mu = X.mean(axis=0)
-    zbar = z.mean()
-    Xc = X - mu
-    A = Xc.T @ Xc
-    if alpha > 0:
-        A[np.diag_indices(d)] += alpha
-    b = Xc.T @ (z - zbar)
-    w = np.linalg.lstsq(A, b, rcond=RCOND)[0] if d > 0 else np.zeros(0)
-    return np.concatenate([w, [zbar - mu @ w]])
+    return _fit_from_moments([_moments(X, z)], alpha)[0]
+
+
+def _moments(X: np.ndarray, z: np.ndarray) -> tuple:
+    """(n, sum x, sum xx', sum z, sum x z): the sufficient statistics of a least-squares fit."""
+    return len(z), X.sum(axis=0), X.T @ X, z.sum(), X.T @ z
+
+
+def _fit_from_moments(moments: list, alpha: float) -> list:
+    """:func:`ridge_ols` of several point sets from their sufficient statistics, in one batched solve.
+
+    Centred inside (the bias unpenalised). alpha > 0: the centred systems are positive definite, solved
+    directly; alpha = 0: minimum-norm least squares through a symmetric pseudo-inverse (singular systems from
+    constant features or too few points included). An empty set gets zeros.
+    """
+    d = len(moments[0][1])
+    n = np.array([m[0] for m in moments], dtype=float)
+    safe = np.maximum(n, 1.0)
+    mu = np.array([m[1] for m in moments]) / safe[:, None]
+    zbar = np.array([m[3] for m in moments]) / safe
+    A = np.array([m[2] for m in moments]) - n[:, None, None] * mu[:, :, None] * mu[:, None, :]
+    b = np.array([m[4] for m in moments]) - mu * (zbar * n)[:, None]
+    if d == 0:
+        w = np.zeros((len(moments), 0))
+    elif alpha > 0:
+        A[:, np.arange(d), np.arange(d)] += alpha
+        w = np.linalg.solve(A, b[..., None])[..., 0]
+    else:  # symmetric pseudo-inverse: eigenvalues below RCOND times the largest, or at the rounding level of
+        # the centring (sum xx' - n mu mu'), count as zero
+        lam, V = np.linalg.eigh(A)
+        raw = np.einsum("kii->k", np.array([m[2] for m in moments]))[:, None]
+        keep = (lam > RCOND * np.maximum(lam[:, -1:], 0.0)) & (lam > CENTRING_TOL * raw)
+        inv = np.divide(1.0, lam, out=np.zeros_like(lam), where=keep & (lam > 0))
+        w = np.einsum("kij,kj->ki", V, inv * np.einsum("kji,kj->ki", V, b))
+    theta = np.concatenate([w, (zbar - np.einsum("ki,ki->k", mu, w))[:, None]], axis=1)
+    theta[n == 0] = 0.0
+    return list(theta)
+
+
+def refit_sides(X: np.ndarray, z: np.ndarray, left: np.ndarray, alpha: float, total: tuple) -> tuple:
+    """(theta_L, theta_R): ridge-OLS on each side of a partition, the Gauss-Newton target.
+
+    ``total`` = :func:`_moments` of all points; the smaller side's moments are summed directly and the larger
+    side's taken as the difference, so one refit costs O(min(n_L, n_R) d^2). Equal to ``ridge_ols`` on each side
+    up to rounding (a unit test checks it).
+    """
+    n_left = int(np.count_nonzero(left))
+    small = left if 2 * n_left <= len(z) else ~left
+    ms = _moments(X[small], z[small])
+    mb = tuple(t - u for t, u in zip(total, ms))
+    a, b = _fit_from_moments([ms, mb], alpha)
+    return (a, b) if small is left else (b, a)
 
 
 def split_vector(theta1: np.ndarray, theta2: np.ndarray, envelope: str) -> np.ndarray:
@@ -133,6 +185,14 @@ class SplitResult:
     trace: np.ndarray  # node RMSE before the first step and after each accepted step
     steps: list = field(default_factory=list)  # the step size s taken at each accepted step
     valid: bool = True  # False when the final partition leaves a side with too few points
+    no_descent: str = ""  # for stop == "no_descent": one of NO_DESCENT_CAUSES (see :func:`no_descent_cause`)
+    decrement: float = float("nan")  # for stop == "no_descent": the Gauss-Newton decrement at the stop
+    longer_search: bool = False  # for stop == "no_descent": a step below 2^-9 would have been accepted
+
+    @property
+    def converged(self) -> bool:
+        """Stopped at an unchanged partition, a step below tol, or a stationary point (see CONVERGED_STOPS)."""
+        return self.stop in CONVERGED_STOPS or (self.stop == "no_descent" and self.no_descent == "stationary")
 
 
 def initial_thetas(X, z, alpha, rng: np.random.Generator, attempt: int = 0):
@@ -175,6 +235,53 @@ def initial_thetas(X, z, alpha, rng: np.random.Generator, attempt: int = 0):
     return t1, t2
 
 
+def _envelope_rmse(a: np.ndarray, b: np.ndarray, z: np.ndarray, envelope: str, min_seg: int):
+    """(valid, RMSE, left) of the hinge from the two pieces' predictions a = X~theta_1, b = X~theta_2.
+
+    The side theta_1 predicts (left) is where a < b (min) or a > b (max), so the prediction is min(a, b) or
+    max(a, b); equal to :func:`hinge_objective` up to rounding.
+    """
+    if envelope == "min":
+        left, pred = a < b, np.minimum(a, b)
+    else:
+        left, pred = a > b, np.maximum(a, b)
+    n_left = int(np.count_nonzero(left))
+    r = z - pred
+    return min_seg <= n_left <= len(z) - min_seg, float(np.sqrt(r @ r / len(z))), left
+
+
+def no_descent_cause(z, left, p1, p2, q1, q2, th1, th2, t1, t2, ridge_alpha, envelope, min_seg) -> tuple:
+    """(cause, decrement, longer_search) at a stop where backtracking found no step; see NO_DESCENT_CAUSES.
+
+    p = the current pieces' predictions, q = the Gauss-Newton target's (t1, t2 refitted on the fixed partition
+    ``left``). The decrement is sqrt(J_pen(theta)) - sqrt(J_pen(theta*)) with J_pen = (SSE + alpha (||w_1||^2 +
+    ||w_2||^2)) / n on that partition: what the full step would gain on the objective it minimises.
+    ``longer_search``: whether one of the steps 2^-10, ..., 2^-30 (beyond the paper's 10 halvings) would have
+    passed the acceptance test.
+    """
+    n = len(z)
+
+    def pen(a, b, u1, u2):
+        r = z - np.where(left, a, b)
+        return (r @ r + ridge_alpha * (u1[:-1] @ u1[:-1] + u2[:-1] @ u2[:-1])) / n
+
+    r_now = z - np.where(left, p1, p2)
+    rmse = float(np.sqrt(r_now @ r_now / n))
+    longer = False
+    for k in range(BT_MAX_HALVINGS, 31):
+        s = 2.0 ** -k
+        ok, r_try, _ = _envelope_rmse(p1 + s * (q1 - p1), p2 + s * (q2 - p2), z, envelope, min_seg)
+        if ok and r_try < rmse - BT_IMPROVE:
+            longer = True
+            break
+    decrement = float(np.sqrt(pen(p1, p2, th1, th2)) - np.sqrt(pen(q1, q2, t1, t2)))
+    if decrement <= BT_IMPROVE:
+        return "stationary", decrement, longer
+    r_target = z - np.where(left, q1, q2)
+    gain = rmse - float(np.sqrt(r_target @ r_target / n))
+    return ("ridge" if gain <= BT_IMPROVE else "kinks"), decrement, longer
+
+
 def solve_direction(
     X: np.ndarray,
     z: np.ndarray,
@@ -193,62 +300,72 @@ def solve_direction(
     Each pass: (a) partition by the current pieces, stop if unchanged since the last pass (``partition_stop``);
     (b) refit each side by ridge-OLS (the Gauss-Newton target theta*); (c) move theta <- theta + s (theta* - theta)
     with the fixed ``step`` s, or with ``step="auto"`` the first s in 1, 1/2, 1/4, ... (>= 1e-4, <= 10 halvings)
-    that lowers the objective by more than 1e-8 (stop if none does); (d) stop when both pieces move less than
-    ``tol``. A fixed step that leaves a side with fewer than ``min_seg`` points is undone and stops the solve.
+    that lowers the objective by more than 1e-8 (stop if none does, recording why: :func:`no_descent_cause`);
+    (d) stop when both pieces move less than ``tol``. A fixed step that leaves a side with fewer than ``min_seg``
+    points is undone and stops the solve.
+
+    The pieces' predictions are carried along (a trial step's predictions are p + s (q - p)), so a trial costs
+    O(n) instead of a matrix-vector product.
     """
     if envelope not in ENVELOPES:
         raise ValueError(f"envelope must be one of {ENVELOPES}, got {envelope!r}")
     auto = isinstance(step, str)
     if auto and step != "auto":
         raise ValueError(f"step must be 'auto' or a number in (0, 1], got {step!r}")
+    X = np.asarray(X, dtype=float)
+    z = np.asarray(z, dtype=float)
     Xt = add_bias(X)
     n = len(z)
     th1, th2 = np.array(theta1, dtype=float), np.array(theta2, dtype=float)
-    valid, rmse, _ = hinge_objective(Xt, z, th1, th2, envelope, min_seg)
+    p1, p2 = Xt @ th1, Xt @ th2
+    total = _moments(X, z)
+    valid, rmse, left = _envelope_rmse(p1, p2, z, envelope, min_seg)
     if not valid:
         return None
     trace, steps = [rmse], []
     prev = None
-    stop, n_iter = "cap", 0
+    stop, n_iter, cause, decrement, longer = "cap", 0, "", float("nan"), False
     for it in range(1, max_iter + 1):
         n_iter = it
-        left = (Xt @ split_vector(th1, th2, envelope)) < 0
         if partition_stop and prev is not None and np.array_equal(left, prev):
             stop = "partition"
             break
         prev = left
-        n_left = int(left.sum())
+        n_left = int(np.count_nonzero(left))
         if n_left < min_seg or n - n_left < min_seg:  # cannot happen after a valid start; kept as a guard
             stop = "invalid_step"
             break
-        t1 = ridge_ols(X[left], z[left], ridge_alpha)
-        t2 = ridge_ols(X[~left], z[~left], ridge_alpha)
+        t1, t2 = refit_sides(X, z, left, ridge_alpha, total)
         if not (np.all(np.isfinite(t1)) and np.all(np.isfinite(t2))):
             stop = "singular"
             break
+        q1, q2 = Xt @ t1, Xt @ t2
         if auto:
             s, accepted = 1.0, False
             for _ in range(BT_MAX_HALVINGS):
                 if s < BT_MIN_STEP:
                     break
-                c1, c2 = th1 + s * (t1 - th1), th2 + s * (t2 - th2)
-                ok, r_try, _ = hinge_objective(Xt, z, c1, c2, envelope, min_seg)
+                a, b = p1 + s * (q1 - p1), p2 + s * (q2 - p2)
+                ok, r_try, new_left = _envelope_rmse(a, b, z, envelope, min_seg)
                 if ok and r_try < rmse - BT_IMPROVE:
                     accepted = True
                     break
                 s *= BT_SHRINK
             if not accepted:
                 stop = "no_descent"
+                cause, decrement, longer = no_descent_cause(z, left, p1, p2, q1, q2, th1, th2, t1, t2,
+                                                            ridge_alpha, envelope, min_seg)
                 break
         else:
             s = float(step)
-            c1, c2 = th1 + s * (t1 - th1), th2 + s * (t2 - th2)
-            ok, r_try, _ = hinge_objective(Xt, z, c1, c2, envelope, min_seg)
+            a, b = p1 + s * (q1 - p1), p2 + s * (q2 - p2)
+            ok, r_try, new_left = _envelope_rmse(a, b, z, envelope, min_seg)
             if not ok:
                 stop = "invalid_step"
                 break
+        c1, c2 = th1 + s * (t1 - th1), th2 + s * (t2 - th2)
         moved1, moved2 = np.linalg.norm(c1 - th1), np.linalg.norm(c2 - th2)
-        th1, th2, rmse = c1, c2, r_try
+        th1, th2, p1, p2, rmse, left = c1, c2, a, b, r_try, new_left
         trace.append(rmse)
         steps.append(s)
         if moved1 < tol and moved2 < tol:
@@ -256,7 +373,8 @@ def solve_direction(
             break
     w = split_vector(th1, th2, envelope)
     valid, rmse, left = hinge_objective(Xt, z, th1, th2, envelope, min_seg)
-    return SplitResult(envelope, th1, th2, w, left, rmse, n_iter, stop, np.array(trace), steps, valid)
+    return SplitResult(envelope, th1, th2, w, left, rmse, n_iter, stop, np.array(trace), steps, valid, cause,
+                       decrement, longer)
 
 
 @dataclass

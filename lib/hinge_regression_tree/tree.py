@@ -219,6 +219,28 @@ class HRTRegressor(RegressorMixin, BaseEstimator):
         node = _route(self.tree_, Xt, max_depth=depth)
         return np.einsum("ij,ij->i", Xt, self.tree_.theta[node])
 
+    def predict_depths(self, X, depths) -> dict:
+        """{depth: predictions of the tree cut at that depth} for several depths, routing the rows once."""
+        Xt = self._design(X)
+        t = self.tree_
+        want = sorted(set(int(d) for d in depths))
+        out = {}
+        node = np.zeros(Xt.shape[0], dtype=int)
+        level = 0
+        while want:
+            while want and want[0] <= level:
+                out[want.pop(0)] = np.einsum("ij,ij->i", Xt, t.theta[node])
+            idx = np.flatnonzero(t.left[node] >= 0)
+            if idx.size == 0:
+                for d in want:
+                    out[d] = np.einsum("ij,ij->i", Xt, t.theta[node])
+                break
+            cur = node[idx]
+            go_left = np.einsum("ij,ij->i", Xt[idx], t.split[cur]) < 0
+            node[idx] = np.where(go_left, t.left[cur], t.right[cur])
+            level += 1
+        return out
+
     def n_leaves_at_depth(self, depth: int) -> int:
         check_is_fitted(self, "tree_")
         t = self.tree_
@@ -256,7 +278,8 @@ def _log_entry(node_id, depth, n, solve, rmse_single) -> dict:
         "n_iter": solve.best.n_iter if solve.best is not None else None,
         "runs": [
             {"envelope": r.envelope, "n_iter": r.n_iter, "stop": r.stop, "trace": r.trace, "valid": r.valid,
-             "steps": list(r.steps), "chosen": r is solve.best}
+             "steps": list(r.steps), "chosen": r is solve.best, "converged": r.converged,
+             "no_descent": r.no_descent, "decrement": r.decrement, "longer_search": r.longer_search}
             for r in solve.results if r is not None
         ],
     }
