@@ -176,3 +176,15 @@ def test_notebook_checks_at_least_one_refutable_paper_claim(notebook):
         kinds.append("claim" if kind is None else kind.value)
     assert set(kinds) <= {"claim", "sanity"}
     assert "claim" in kinds, f"{path.name}: every ledger entry is a sanity check; check at least one paper claim"
+
+
+def test_papermill_reads_every_parameter(notebook):
+    """papermill's own parser skips a parameter line it cannot read (an apostrophe or '=' in its comment), and then
+    warns 'Passed unknown parameter' when the runner sets it; every parameter must be visible to it."""
+    from papermill.translators import papermill_translators
+
+    path, nb = notebook
+    translator = papermill_translators.find_translator("python", "python")
+    seen = {p.name for p in translator.inspect(parameters_cells(nb)[0])}
+    missing = sorted(set(notebook_parameters(path)) - seen)
+    assert not missing, f"{path.name}: papermill cannot parse the parameter line(s) of {missing}: reword the comment"
