@@ -1,4 +1,6 @@
 """Unit tests of lib.newton_stepsizes: closed forms, finite differences, the duality identity, invariants."""
+import bz2
+import gzip
 import math
 
 import numpy as np
@@ -179,13 +181,54 @@ def test_polytope_feasibility_check():
 
 def test_libsvm_fixture_loads_and_regenerates(tmp_path):
     path = make_data.data_dir("newton_stepsizes") / make_data.FIXTURE_NAME
-    A, b = P.load_libsvm(path)
+    A, b = P.read_libsvm(path)
     X, y = make_data.fixture_arrays()
     assert A.shape == (40, 6) and np.array_equal(A, X) and np.array_equal(b, y)
     again = make_data.write_fixture(tmp_path / "fixture.txt")
     assert again.read_bytes() == path.read_bytes()
     prob = P.libsvm_problem(path, mu=1e-2)
     assert prob.dim == 6 and np.isfinite(prob.f(np.zeros(6)))
+    gz = tmp_path / "fixture.txt.gz"
+    gz.write_bytes(gzip.compress(path.read_bytes()))
+    assert np.array_equal(P.read_libsvm(gz)[0], X)  # LIBSVM sets are often shared gzipped: read as is
+
+
+@pytest.mark.parametrize("content, expect", [
+    (b"", "the file is empty"),
+    (bytes(range(256)) * 8, "binary"),
+    (b"-1.5119208e-02,0.25,1\n1,2,3\n", "line 1: fields are separated by commas"),
+    (b"+1 1:0.5 3:2\n-1 2:1 1:3\n", "line 2: field 3: feature index 1 is not above"),
+    (b"+1 1:0.5\n-1 abc 2:1\n", "line 2: field 2 is 'abc'"),
+    (b"+1 1:0.5\n-1 2:x\n", "line 2: field 2 has the value 'x'"),
+    (b"1 1:2\n2 1:3\n3 2:1\n", "found 3 label value(s) (1, 2, 3)"),
+    (b"1 1:2\n1 2:3\n", "found 1 label value(s)"),
+    (b"+1 1:nan\n-1 1:2\n", "sample 1 holds a non-finite feature value"),
+    (bz2.compress(b"+1 1:2\n-1 2:1\n"), "bzip2-compressed: decompress it first"),
+])
+def test_libsvm_reader_refuses_malformed_files_naming_data_path(tmp_path, content, expect):
+    path = tmp_path / "user_file.txt"
+    path.write_bytes(content)
+    with pytest.raises(ValueError) as err:
+        P.read_libsvm(path)
+    msg = str(err.value)
+    assert msg.startswith("parameter 'data_path'") and str(path) in msg and expect in msg, msg
+    assert "LIBSVM" in msg  # what the format is
+
+
+def test_libsvm_problem_subsamples_rows_with_the_seed(tmp_path):
+    rng = np.random.default_rng(5)
+    X = np.round(rng.normal(size=(300, 4)), 3)
+    y = np.where(X[:, 0] > 0, 1, -1)
+    path = tmp_path / "big.svm"
+    path.write_text("\n".join(make_data.to_libsvm_lines(X, y)) + "\n")
+    a = P.libsvm_problem(path, n_rows=50, rng=np.random.default_rng(1))
+    b = P.libsvm_problem(path, n_rows=50, rng=np.random.default_rng(1))
+    c = P.libsvm_problem(path, n_rows=50, rng=np.random.default_rng(2))
+    w = rng.normal(size=4)
+    assert a.info["rows_used"] == 50 and a.info["rows_in_file"] == 300
+    assert a.f(w) == b.f(w) and a.f(w) != c.f(w)
+    full = P.libsvm_problem(path)
+    assert full.info["rows_used"] == 300 and full.info["m"] == 300
 
 
 def test_config_validates_parameters():
@@ -199,3 +242,125 @@ def test_config_validates_parameters():
         config(data_path="/no/such/file.svm", out_dir="/tmp/newton_stepsizes_test")
     with pytest.raises(ValueError, match="mode"):
         config(mode="fast", out_dir="/tmp/newton_stepsizes_test")
+    with pytest.raises(ValueError, match="n_rows"):
+        config(n_rows=3, out_dir="/tmp/newton_stepsizes_test")
+    with pytest.raises(ValueError, match="n_iters"):
+        config(n_iters="abc", out_dir="/tmp/newton_stepsizes_test")
+    assert config(mode="full", out_dir="/tmp/newton_stepsizes_test").n_rows is None
+
+
+def _composed(prob, A):
+    """g(y) = f(A y): value, gradient A^T grad f(Ay) and Hessian A^T H(Ay) A (batched versions too)."""
+    return P.Problem(f"{prob.name} o A", A.shape[1], lambda y: prob.f(A @ y), lambda y: A.T @ prob.grad(A @ y),
+                     lambda y: A.T @ prob.hess(A @ y) @ A, lambda Y: prob.f_many(Y @ A.T),
+                     lambda Y: prob.grad_many(Y @ A.T) @ A, info={})
+
+
+@pytest.mark.parametrize("method, opts", [("rn", {"q": 3.0, "M": 0.1}), ("rn", {"q": 4.0, "M": 1.0}),
+                                          ("aicn", {"L": 1.0})])
+def test_rn_and_aicn_are_affine_invariant(method, opts):
+    """The iterates of f(Ax) map to those of f under A (the paper's motivation for local norms), to 1e-8."""
+    rng = np.random.default_rng(7)
+    prob = P.logistic(P.normalize_rows(rng.normal(size=(200, 6))), rng.integers(0, 2, size=200), mu=1e-3)
+    A = rng.normal(size=(6, 6)) + 3 * np.eye(6)  # invertible, condition number ~10
+    y0 = 3.0 * np.ones(6)
+    hx = N.run(prob, A @ y0, method, 12, keep_iterates=True, **opts)
+    hy = N.run(_composed(prob, A), y0, method, 12, keep_iterates=True, **opts)
+    scale = np.abs(hx["xs"]).max()
+    assert np.abs(hy["xs"] @ A.T - hx["xs"]).max() <= 1e-8 * scale
+    assert np.allclose(hy["alpha"], hx["alpha"], rtol=1e-8)
+    # the runs move (a standstill would be trivially invariant)
+    assert np.linalg.norm(hx["xs"][-1] - hx["xs"][0]) > 0.1 * np.linalg.norm(hx["xs"][0])
+
+
+def test_grn_is_not_affine_invariant():
+    """The same check fails for GRN (its regulariser lambda I is Euclidean): the test above can tell."""
+    rng = np.random.default_rng(7)
+    prob = P.logistic(P.normalize_rows(rng.normal(size=(200, 6))), rng.integers(0, 2, size=200), mu=1e-3)
+    A = rng.normal(size=(6, 6)) + 3 * np.eye(6)
+    y0 = 3.0 * np.ones(6)
+    hx = N.run(prob, A @ y0, "grn", 5, keep_iterates=True, L=1.0)
+    hy = N.run(_composed(prob, A), y0, "grn", 5, keep_iterates=True, L=1.0)
+    assert np.abs(hy["xs"] @ A.T - hx["xs"]).max() > 1e-3
+
+
+def test_cholesky_path_matches_the_eigendecomposition():
+    rng = np.random.default_rng(8)
+    prob = P.logistic(rng.normal(size=(50, 5)), rng.integers(0, 2, size=50), mu=1e-3)
+    H = prob.hess(rng.normal(size=5))
+    ch, eig = N.factorize(prob, H), N.HessianEig(H)
+    assert isinstance(ch, N.HessianChol)
+    v, V = rng.normal(size=5), rng.normal(size=(4, 5))
+    assert np.allclose(ch.solve(v), eig.solve(v)) and np.isclose(ch.dual_norm2(v), eig.dual_norm2(v))
+    assert np.allclose(ch.dual_norm2(V), eig.dual_norm2(V)) and np.isclose(ch.local_norm2(v), eig.local_norm2(v))
+    assert np.allclose(ch.shifted_solve(v, 0.3), eig.shifted_solve(v, 0.3))
+    poly = P.polytope_feasibility(rng.uniform(-1, 1, size=(8, 5)), rng.uniform(-1, 1, size=8))
+    assert isinstance(N.factorize(poly, poly.hess(rng.normal(size=5))), N.HessianEig)  # singular: pseudo-inverse
+
+
+def test_logistic_value_is_stable_for_large_margins():
+    A = np.array([[1.0, 0.0], [0.0, 1.0]])
+    prob = P.logistic(A, np.array([1, -1]), mu=0.0)
+    w = np.array([800.0, 800.0])  # z = +800 and -800
+    assert prob.f(w) == pytest.approx(np.mean(np.logaddexp(0.0, -np.array([800.0, -800.0]))))
+    assert np.isfinite(prob.f_many(np.stack([w, -w]))).all()
+
+
+def test_runs_stop_at_the_target_and_report_why():
+    A, b = P.breast_cancer_data()
+    prob = P.logistic(A, b, 1e-3)
+    x0 = 3.0 * np.ones(30)
+    f_star = E.reference_f_star(prob, x0)
+    h = N.run(prob, x0, "rn", 100, q=3.0, M=0.1, f_stop=E.f_stop(f_star))
+    assert h["stop"] == "target" and len(h["f"]) < 30 and h["f"][-1] <= E.f_stop(f_star)
+    assert len(h["alpha"]) == len(h["f"]) - 1
+    capped = N.run(prob, x0, "gm", 10)
+    assert capped["stop"] == "budget" and len(capped["f"]) == 11
+
+
+def test_a_capped_run_is_not_converged_and_fails_its_comparisons():
+    """GM stopped by its cap must never be scored with the cap as its iteration count (the 0.1 x 100 = 10 case)."""
+    def fake(gaps, stop):
+        f = np.asarray(gaps, dtype=float)
+        return {"f": f, "stop": stop, "n_f": np.arange(1, len(f)), "n_g": np.arange(1, len(f))}
+
+    rs = E.RunSet("toy", "3·1", 0.0)
+    fast = [1.0] + [10.0 ** -(2 * k) for k in range(1, 8)]  # reaches 1e-8 at k = 4
+    for lab in ("RN q=3", "AICN", "GRN"):
+        rs.runs[lab] = fake(fast, "target")
+    rs.runs["GM"] = fake(np.geomspace(1.0, 1e-5, 101), "budget")  # 100 iterations, never at 1e-8
+    rs.budgets["GM"] = 100
+    rs.tuned = {k: k for k in ("RN q=3", "AICN", "GRN", "GM")}
+    worst, comp = E.claim1(rs)
+    assert math.isinf(worst) and not comp.loc["max(RN, AICN) <= 0.1 GM", "holds"]
+    assert comp.loc["max(RN, AICN) <= 0.1 GM", "right"] == "not converged"
+    assert comp.loc["RN <= 1.5 AICN + 2", "holds"] and comp.loc["RN <= 1.2 GRN", "holds"]
+    assert rs.status("GM").startswith("not converged (cap of 100")
+    rs.runs["GM"] = fake(np.geomspace(1.0, 1e-9, 101), "target")  # now it converges, at k = 89
+    comp = E.claim1(rs)[1]
+    assert comp.loc["max(RN, AICN) <= 0.1 GM", "ratio"] == pytest.approx(4 / (0.1 * 89))
+    assert comp.loc["max(RN, AICN) <= 0.1 GM", "holds"]
+
+
+def test_pruned_tuning_finds_the_same_value_as_full_runs():
+    A, b = P.breast_cancer_data()
+    prob = P.logistic(A, b, 1e-3)
+    x0 = 3.0 * np.ones(30)
+    f_star = E.reference_f_star(prob, x0)
+    specs = [(f"RN (M={c:g})", "rn", {"q": 3.0, "M": c}) for c in E.GRID]
+    rs = E.RunSet("bc", "3·1", f_star)
+    best = E.tune(rs, prob, x0, 100, specs)
+    full = E.RunSet("bc", "3·1", f_star)
+    for lab, m, kw in specs:
+        full.add(lab, prob, x0, m, 100, **kw)
+    assert best == E._pick_best(full, [lab for lab, _, _ in specs])
+    assert rs.iters_to(best) == full.iters_to(best) and math.isfinite(rs.iters_to(best))
+    assert rs.pruned and all(not math.isfinite(rs.iters_to(lab)) for lab in rs.pruned)
+
+
+def test_claim2_compares_the_rules_at_the_same_points(quad):
+    prob, x0 = quad
+    rs = E.linesearch(prob, x0, "x0", 5, float(prob.f(np.linalg.solve(prob.hess(x0), -prob.grad(np.zeros(8))))), 60)
+    worst, comp = E.claim2([rs])
+    assert worst == pytest.approx(0.0, abs=1e-3)  # on a quadratic both rules take alpha = 1 at every point
+    assert len(rs.runs["GRLS"]["alpha_gn_same_point"]) == len(rs.runs["GRLS"]["alpha"])

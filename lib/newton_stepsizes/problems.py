@@ -6,7 +6,9 @@ of stepsizes in one numpy call.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -21,7 +23,11 @@ __all__ = [
     "rosenbrock",
     "quadratic",
     "load_libsvm",
+    "read_libsvm",
+    "LIBSVM_EXPECTED",
     "breast_cancer_data",
+    "digits_data",
+    "digits_problem",
     "breast_cancer_problem",
     "synthetic_logreg",
     "libsvm_problem",
@@ -65,6 +71,11 @@ def normalize_rows(A: np.ndarray) -> np.ndarray:
     return A / np.where(norms > 0, norms, 1.0)
 
 
+def _softplus_neg(z: np.ndarray) -> np.ndarray:
+    """log(1 + exp(-z)), stable for any z (as np.logaddexp(0, -z), about 3x faster)."""
+    return np.maximum(-z, 0.0) + np.log1p(np.exp(-np.abs(z)))
+
+
 def logistic(A: np.ndarray, b: np.ndarray, mu: float = 1e-3, name: str = "logistic") -> Problem:
     """f(w) = (1/m) sum_i log(1 + exp(-b_i a_i^T w)) + (mu/2) ||w||^2 with labels b_i in {-1, +1}."""
     A = np.asarray(A, dtype=float)
@@ -75,8 +86,7 @@ def logistic(A: np.ndarray, b: np.ndarray, mu: float = 1e-3, name: str = "logist
     BA = A * b[:, None]  # rows b_i a_i
 
     def f(w):
-        z = BA @ w
-        return float(np.mean(np.logaddexp(0.0, -z)) + 0.5 * mu * w @ w)
+        return float(np.mean(_softplus_neg(BA @ w)) + 0.5 * mu * w @ w)
 
     def grad(w):
         z = BA @ w
@@ -84,12 +94,14 @@ def logistic(A: np.ndarray, b: np.ndarray, mu: float = 1e-3, name: str = "logist
 
     def hess(w):
         z = BA @ w
-        s = expit(z) * expit(-z)
-        return (A.T * s) @ A / m + mu * np.eye(d)
+        B = A * np.sqrt(expit(z) * expit(-z) / m)[:, None]  # rows sqrt(s_i / m) a_i
+        H = B.T @ B  # X^T diag(s) X / m through BLAS (numpy uses syrk for B.T @ B)
+        H[np.diag_indices(d)] += mu
+        return H
 
     def f_many(W):
         Z = W @ BA.T  # (G, m)
-        return np.mean(np.logaddexp(0.0, -Z), axis=1) + 0.5 * mu * np.einsum("gi,gi->g", W, W)
+        return np.mean(_softplus_neg(Z), axis=1) + 0.5 * mu * np.einsum("gi,gi->g", W, W)
 
     def grad_many(W):
         Z = W @ BA.T
@@ -198,12 +210,120 @@ def quadratic(Q: np.ndarray, c: np.ndarray, name: str = "quadratic") -> Problem:
     )
 
 
+LIBSVM_EXPECTED = ("a LIBSVM/svmlight text file (as on the LIBSVM data page, e.g. a9a or w8a; plain or .gz): one "
+                   "sample per line, 'label index:value index:value ...' separated by spaces, feature indices "
+                   "ascending integers, exactly two label values (e.g. +1/-1 or 0/1)")
+
+
+MAX_FEATURES = 4000  # dense Hessians (d x d) and their eigendecomposition per iteration
+
+
+def read_libsvm(data_path) -> tuple[np.ndarray, np.ndarray]:
+    """Read a LIBSVM/svmlight file (a9a, w8a, breast-cancer, ... from the LIBSVM page) -> dense (A, b in {-1, +1}).
+
+    A gzip-compressed file (``a9a.gz``) is read as is. Built on :mod:`lib.common.userfiles`: a missing, otherwise
+    compressed (bzip2: decompress it first), binary, empty or undecodable file, a comma- or
+    semicolon-separated table, a field that is not ``index:value``, a non-numeric or non-finite value, unsorted
+    indices and anything but two label values raise :class:`~lib.common.userfiles.UserFileError` (a
+    ``ValueError``) naming ``data_path``, the line and what a LIBSVM file looks like. Rows may omit any feature
+    (the format is sparse). Parsing is scikit-learn's ``load_svmlight_file``; our own line check runs only to
+    explain a file it refuses. Repeated reads of an unchanged file are served from memory.
+    """
+    from lib.common.userfiles import check_file
+
+    path = check_file("data_path", data_path, expected=LIBSVM_EXPECTED)
+    st = path.stat()
+    A, b = _read_libsvm_cached(str(path.resolve()), st.st_mtime_ns, st.st_size, str(data_path))
+    return A.copy(), b.copy()
+
+
 def load_libsvm(path) -> tuple[np.ndarray, np.ndarray]:
-    """Read a LIBSVM/svmlight file (e.g. a9a, w8a, breast-cancer from the LIBSVM page) -> dense (A, b in {-1,+1})."""
+    """Alias of :func:`read_libsvm` (the name used by earlier versions)."""
+    return read_libsvm(path)
+
+
+def _libsvm_line_problem(line: str) -> Optional[str]:
+    """What is wrong with one LIBSVM data line (comment already removed), or None when it is a valid row."""
+    fields = line.split()
+    for sep, name in ((",", "commas"), (";", "semicolons"), ("|", "bars")):
+        if sep in line:
+            return f"fields are separated by {name}, not by spaces (a CSV table? LIBSVM rows are sparse " \
+                   f"'index:value' pairs)"
+    label = fields[0]
+    if ":" in label:
+        return f"the line starts with {label[:30]!r}, not with a label"
+    try:
+        float(label)
+    except ValueError:
+        return f"the label {label[:30]!r} is not a number"
+    last = -1
+    for j, tok in enumerate(fields[1:], start=2):
+        idx, sep, val = tok.partition(":")
+        if not sep:
+            return f"field {j} is {tok[:30]!r}, not 'index:value'"
+        if idx == "qid":
+            continue
+        try:
+            i = int(idx)
+        except ValueError:
+            return f"field {j} has the feature index {idx[:30]!r}, not an integer"
+        try:
+            v = float(val)
+        except ValueError:
+            return f"field {j} has the value {val[:30]!r}, not a number"
+        if not math.isfinite(v):
+            return f"field {j} holds a non-finite value ({tok[:30]!r})"
+        if i < 0 or i <= last:
+            return f"field {j}: feature index {i} is not above the previous one ({last}); indices must be " \
+                   f"ascending and non-negative"
+        last = i
+    return None
+
+
+@lru_cache(maxsize=4)
+def _read_libsvm_cached(resolved: str, mtime_ns: int, size: int, shown: str):
+    import io
+
     from sklearn.datasets import load_svmlight_file
 
-    X, y = load_svmlight_file(str(Path(path)))
-    return np.asarray(X.toarray(), dtype=float), _as_pm1(y)
+    from lib.common.userfiles import UserFileError, read_text
+
+    text = read_text("data_path", shown, expected=LIBSVM_EXPECTED, allow_gzip=True)
+    try:
+        X, y = load_svmlight_file(io.BytesIO(text.encode("utf-8")), dtype=np.float64)
+        error = None
+    except (ValueError, IndexError, TypeError, OverflowError) as exc:
+        X = y = None
+        error = f"{type(exc).__name__}: {exc}"
+    if error is not None:  # scikit-learn refused the file: find the first bad line to say what and where
+        for k, raw in enumerate(text.splitlines(), start=1):
+            line = raw.split("#", 1)[0].strip()
+            problem = _libsvm_line_problem(line) if line else None
+            if problem:
+                raise UserFileError("data_path", shown, problem, expected=LIBSVM_EXPECTED, line=k)
+        raise UserFileError("data_path", shown, f"not readable as LIBSVM ({error})", expected=LIBSVM_EXPECTED)
+    if X.shape[0] < 2:
+        raise UserFileError("data_path", shown, f"the file holds {X.shape[0]} sample(s); logistic regression needs "
+                            f"at least 2", expected=LIBSVM_EXPECTED)
+    if not np.all(np.isfinite(X.data)):
+        bad = int(np.flatnonzero(~np.isfinite(X.data))[0])
+        row = int(np.searchsorted(X.indptr, bad, side="right") - 1)
+        raise UserFileError("data_path", shown, f"sample {row + 1} holds a non-finite feature value",
+                            expected=LIBSVM_EXPECTED, record=f"sample {row + 1}")
+    labels = np.unique(y)
+    if len(labels) != 2:
+        shown_labels = ", ".join(f"{v:g}" for v in labels[:10]) + (" ..." if len(labels) > 10 else "")
+        raise UserFileError("data_path", shown, f"found {len(labels)} label value(s) ({shown_labels}); binary "
+                            f"logistic regression needs exactly two", expected=LIBSVM_EXPECTED)
+    if X.shape[1] > MAX_FEATURES:
+        raise UserFileError("data_path", shown, f"{X.shape[1]} features: the Newton methods here form dense d x d "
+                            f"Hessians and eigendecompose them, which is practical up to {MAX_FEATURES} features",
+                            expected=LIBSVM_EXPECTED)
+    A = np.asarray(X.toarray(), dtype=float)
+    b = _as_pm1(y)
+    A.setflags(write=False)
+    b.setflags(write=False)
+    return A, b
 
 
 def breast_cancer_data() -> tuple[np.ndarray, np.ndarray]:
@@ -217,7 +337,22 @@ def breast_cancer_data() -> tuple[np.ndarray, np.ndarray]:
 
 def breast_cancer_problem(mu: float = 1e-3) -> Problem:
     A, b = breast_cancer_data()
-    return logistic(A, b, mu, name="logistic, breast_cancer (569 x 30)")
+    return logistic(A, b, mu, name="breast cancer (569 x 30)")
+
+
+def digits_data() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's 8x8 digits (1797 x 64) as a binary task, 0-4 (label -1) against 5-9 (+1); columns
+    standardised (the constant border pixels stay 0), rows scaled to unit norm."""
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_digits(return_X_y=True)
+    return normalize_rows(StandardScaler().fit_transform(X)), np.where(y >= 5, 1.0, -1.0)
+
+
+def digits_problem(mu: float = 1e-3) -> Problem:
+    A, b = digits_data()
+    return logistic(A, b, mu, name="digits 0-4 vs 5-9 (1797 x 64)")
 
 
 def synthetic_logreg(m: int = 1000, d: int = 100, noise: float = 0.1, seed: int = 0, mu: float = 1e-3) -> Problem:
@@ -228,11 +363,27 @@ def synthetic_logreg(m: int = 1000, d: int = 100, noise: float = 0.1, seed: int 
         n_samples=m, n_features=d, n_informative=max(2, d // 5), n_redundant=max(0, d // 10),
         flip_y=noise, class_sep=1.0, random_state=seed,
     )
-    return logistic(normalize_rows(X), y, mu, name=f"logistic, synthetic ({m} x {d})")
+    return logistic(normalize_rows(X), y, mu, name=f"synthetic ({m} x {d})")
 
 
-def libsvm_problem(path, mu: float = 1e-3, name: Optional[str] = None) -> Problem:
-    """Logistic regression on a user-supplied LIBSVM file (rows scaled to unit norm)."""
-    A, b = load_libsvm(path)
+def libsvm_problem(path, mu: float = 1e-3, name: Optional[str] = None, n_rows: Optional[int] = None,
+                   rng: Optional[np.random.Generator] = None) -> Problem:
+    """Logistic regression on a user-supplied LIBSVM file (rows scaled to unit norm).
+
+    ``n_rows``: use a uniformly drawn subset of that many rows (drawn with ``rng``; all rows when ``None`` or
+    when the file has no more). ``problem.info`` records ``rows_in_file`` and ``rows_used``.
+    """
+    A, b = read_libsvm(path)
+    total = A.shape[0]
+    if n_rows is not None and n_rows < total:
+        if rng is None:
+            raise ValueError("libsvm_problem: subsampling needs a seeded rng")
+        keep = np.sort(rng.choice(total, size=int(n_rows), replace=False))
+        A, b = A[keep], b[keep]
+        if len(np.unique(b)) < 2:
+            raise ValueError(f"parameter 'n_rows' ({n_rows}): the subsample of {path} holds one class only; "
+                             f"use more rows")
     A = normalize_rows(A)
-    return logistic(A, b, mu, name=name or f"logistic, {Path(path).name} ({A.shape[0]} x {A.shape[1]})")
+    prob = logistic(A, b, mu, name=name or f"{Path(path).name} ({A.shape[0]} x {A.shape[1]})")
+    prob.info.update(rows_in_file=total, rows_used=A.shape[0])
+    return prob
