@@ -220,7 +220,7 @@ def cmd_manifest(args) -> int:
     from . import manifest
 
     try:
-        changes = manifest.update(args.slug, args.provenance)
+        changes = manifest.update(args.slug, args.provenance, replace=args.replace_provenance)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -306,7 +306,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     mf = sub.add_parser("manifest", help="list data/<slug>/'s files in data/README.md (size, sha256, provenance)")
     mf.add_argument("slug")
-    mf.add_argument("--provenance", default=None, help="the command that regenerates the files, and what they are")
+    mf.add_argument("--provenance", default=None, help="the command that regenerates the files, and what they are "
+                    "(for files that have no row yet)")
+    mf.add_argument("--replace-provenance", action="store_true",
+                    help="give every row of data/<slug>/ the --provenance text, not only the new files")
     mf.set_defaults(func=cmd_manifest)
 
     gal = sub.add_parser("gallery", help="rebuild reports/index.html and reports/CLAIMS.md")

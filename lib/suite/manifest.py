@@ -1,8 +1,8 @@
 """The data manifest (``data/README.md``): one row per shipped file with its size, sha256 and provenance.
 
 ``python -m lib manifest <slug> --provenance "<command> (what it makes)"`` lists every file under ``data/<slug>/``:
-new files get a row with that provenance, changed files get their size and hash updated (their provenance kept
-unless a new one is given), rows of files that no longer exist are dropped. A suite test checks the table against
+new files get a row with that provenance, changed files get their size and hash updated with their provenance kept
+(``--replace-provenance`` gives every row of the folder the new one), rows of files that no longer exist are dropped. A suite test checks the table against
 the files.
 """
 from __future__ import annotations
@@ -21,7 +21,8 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def update(slug: str, provenance: Optional[str] = None, root: Optional[Path] = None) -> list[str]:
+def update(slug: str, provenance: Optional[str] = None, root: Optional[Path] = None,
+           replace: bool = False) -> list[str]:
     """Bring the manifest's rows for ``data/<slug>/`` in step with the files; returns what changed."""
     root = Path(root or project_root())
     data = root / "data"
@@ -43,7 +44,7 @@ def update(slug: str, provenance: Optional[str] = None, root: Optional[Path] = N
     changes, new_rows = [], []
     for f in files:
         rel = f.relative_to(data).as_posix()
-        prov = provenance or rows.get(rel)
+        prov = (provenance or rows.get(rel)) if replace else (rows.get(rel) or provenance)
         if not prov:
             raise ValueError(f"data/{rel} has no row yet: give its provenance (--provenance \"<command> (...)\")")
         if rel not in rows:
