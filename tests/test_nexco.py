@@ -376,3 +376,46 @@ def test_regenerating_reproduces_the_shipped_instances_and_labels(capsys):
             if key in fresh:
                 assert np.array_equal(fresh[key], shipped[key]), (name, key)
         assert "identical to the shipped file" in capsys.readouterr().out
+
+
+# --- the shipped quick denoisers (lib.nexco.checkpoints) -------------------------------------------------------
+def test_shipped_denoisers_match_their_provenance_and_the_training_script():
+    """The checkpoint is what ``python -m lib.nexco.checkpoints`` makes: its parameters hash to the provenance
+    entry, and re-training each model's first PREFIX_STEPS steps with the run's recipe gives the stored digest."""
+    import hashlib
+    import json
+
+    from lib.nexco import checkpoints as ck
+    from lib.nexco.instances import load_npz
+
+    prov = provenance()["quick_denoisers"]
+    assert hashlib.sha256(ck.path().read_bytes()).hexdigest() == prov["file_sha256"]
+    cfg = paper.config(mode="quick", seed=ck.SEED, pretrained=False, verbose=False)
+    assert ck.recipe(cfg) == prov["recipe"] and prov["recipe"]["seeds"] == ck.recipe_seeds()
+    models = ck.load(paper.config(mode="quick", seed=7, verbose=False))  # any run seed reads the same models
+    assert {k: ck.param_digest(m.model) for k, m in models.items()} == prov["param_sha256"]
+    assert all(m.loaded and m.steps == cfg.train_steps for m in models.values())
+    arrays = load_npz(ck.path())
+    train = load_mis("mis_er50_train", count=cfg.n_train)
+    for name in cfg.models:
+        assert ck.prefix_digest(cfg, train, name) == str(arrays[f"{name}/_prefix"]), name
+        assert json.loads(str(arrays[f"{name}/_config"]))["time_cond"] == (name == "twin")
+
+
+def test_pretrained_follows_the_recipe():
+    assert paper.config(mode="quick", verbose=False).pretrained
+    assert not paper.config(mode="quick", hidden=16, verbose=False).pretrained  # another recipe: trained here
+    assert not paper.config(mode="quick", pretrained=False, verbose=False).pretrained
+    with pytest.raises(ValueError, match="pretrained"):
+        paper.config(mode="quick", masking="iid", pretrained=True, verbose=False)
+    with pytest.raises(ValueError, match="pretrained"):
+        paper.config(mode="quick", pretrained="yes", verbose=False)
+
+
+def test_quick_test_subset_is_a_seeded_half():
+    a, b = (paper.config(mode="quick", seed=s, verbose=False) for s in (0, 1))
+    from lib.nexco.experiments import test_subset
+
+    ia, ia2, ib = test_subset(a, 256), test_subset(a, 256), test_subset(b, 256)
+    assert len(ia) == 128 and np.array_equal(ia, ia2) and not np.array_equal(ia, ib)
+    assert np.array_equal(test_subset(paper.config(mode="full", verbose=False), 256), np.arange(256))

@@ -36,7 +36,7 @@ SIZES = {
     "quick": {
         "n_train": 2000,  # MIS-ER50 training graphs (CP-SAT optimal labels)
         "n_test": 128,
-        "n_latency": 16,  # test graphs decoded one at a time for the latency (batch size 1) column
+        "n_latency": 8,  # test graphs decoded one at a time for the latency (batch size 1) column (descriptive)
         "train_steps": 400,
         "hidden": 32,
         "layers": 4,
@@ -65,17 +65,30 @@ SIZES = {
 }
 
 
-def config(mode="quick", seed=0, out_dir=None, device="auto", regenerate=False, n_test=None, train_steps=None,
-           hidden=None, layers=None, masking="expansion", tau=0.9, kmin_frac=0.02, verbose=True):
+def _checkpoint_matches(mode, train_steps, hidden, layers, masking) -> list:
+    """The parameters that keep a run from using the shipped quick denoisers (empty: it can use them)."""
+    q = SIZES["quick"]
+    bad = [] if mode == "quick" else ["mode"]
+    bad += [k for k, v in (("train_steps", train_steps), ("hidden", hidden), ("layers", layers))
+            if v is not None and v != q[k]]
+    return bad + ([] if masking == "expansion" else ["masking"])
+
+
+def config(mode="quick", seed=0, out_dir=None, device="auto", pretrained=None, regenerate=False, n_test=None,
+           train_steps=None, hidden=None, layers=None, masking="expansion", tau=0.9, kmin_frac=0.02, verbose=True):
     """Validate the notebook's parameters and build the run configuration.
 
+    pretrained : None (load the shipped quick denoisers, ``data/nexco/quick_denoisers.npz``, when the run's
+        training recipe is theirs: quick mode with its default sizes and masking; otherwise train here), True (load
+        them; an error when the recipe differs) or False (train here, with this seed).
     regenerate : rebuild the test graphs and their CP-SAT labels with the data script and compare them with the
         shipped file (adds a few seconds per 100 graphs).
-    n_test : MIS-ER50 test graphs (None: 128 quick, 256 full; at most 256).
+    n_test : MIS-ER50 test graphs (None: 128 quick, a seeded random half of the 256 shipped; 256 full; at most 256).
     train_steps, hidden, layers : the denoisers' training steps (batch 32), width and depth (None: the mode's).
     masking : "expansion" (option B, solution-expansion training) or "iid" (option A, plain MDLM masking).
     tau : NEXCO's confidence threshold for the candidate set; kmin_frac : the guaranteed progress k_min / N.
     """
+    check_bool("pretrained", pretrained, allow_none=True)
     check_bool("regenerate", regenerate)
     check_int("n_test", n_test, lo=8, hi=256, allow_none=True)
     check_int("train_steps", train_steps, lo=1, hi=100_000, allow_none=True)
@@ -84,8 +97,13 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", regenerate=False, 
     check_choice("masking", masking, ["expansion", "iid"])
     check_float("tau", tau, lo=0.5, hi=1.0)
     check_float("kmin_frac", kmin_frac, lo=0.0, hi=1.0, hi_open=False)
+    differ = _checkpoint_matches(mode, train_steps, hidden, layers, masking)
+    if pretrained and differ:
+        raise ValueError(f"parameter 'pretrained' got True, but the shipped denoisers were trained with quick mode's "
+                         f"defaults and this run changes {differ}; allowed: None (train when needed) or False")
+    use = (not differ) if pretrained is None else bool(pretrained)
     return make_config(SLUG, mode=mode, seed=seed, out_dir=out_dir, device=device, sizes=SIZES, verbose=verbose,
-                       regenerate=regenerate, n_test=n_test, train_steps=train_steps, hidden=hidden, layers=layers,
+                       pretrained=use, regenerate=regenerate, n_test=n_test, train_steps=train_steps, hidden=hidden, layers=layers,
                        masking=masking, tau=float(tau), kmin_frac=float(kmin_frac))
 
 

@@ -29,6 +29,10 @@ class MISSet:
         idx = range(len(self)) if idx is None else idx
         return GraphBatch.from_adjacency([self.adjs[i] for i in idx])
 
+    def subset(self, idx) -> "MISSet":
+        idx = np.asarray(idx, dtype=np.int64)
+        return MISSet(self.name, [self.adjs[i] for i in idx], self.labels[idx], self.opt[idx], self.optimal[idx])
+
     def train_data(self, idx=None) -> TrainData:
         idx = range(len(self)) if idx is None else idx
         return TrainData("mis", [self.adjs[i].shape[0] for i in idx], [edges_of(self.adjs[i]) for i in idx],

@@ -174,16 +174,27 @@ class TrainResult:
     losses: list = field(default_factory=list)
     seconds: float = 0.0
     steps: int = 0
+    loaded: bool = False  # True: read from the shipped checkpoint (``seconds`` is then the time it took to train)
+
+
+def cosine_lr(lr: float, step: int, steps: int) -> float:
+    """The learning rate of step ``step`` (0-based): cosine decay from ``lr`` to 10% of it over ``steps``."""
+    return lr * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * min(step, steps) / steps)))
 
 
 def train_denoiser(data: TrainData, *, mode: str = "expansion", time_cond: bool = False, hidden: int = 64,
                    layers: int = 4, steps: int = 400, batch_size: int = 32, lr: float = 2e-3, seed: int = 0,
-                   threads: int | None = 1, edge_state: bool | None = None) -> TrainResult:
-    """Train a denoiser on ``data`` for a fixed number of steps (Adam, cosine decay to 10% of ``lr``).
+                   threads: int | None = 1, edge_state: bool | None = None,
+                   stop_after: int | None = None) -> TrainResult:
+    """Train a denoiser on ``data`` for a fixed number of steps (Adam, gradient norm clipped to 1, cosine decay to
+    10% of ``lr``).
 
     mode: "expansion" (option B), "iid" (option A) or "full" (the one-shot heatmap model, t = 1 always).
+    ``stop_after``: stop after this many steps of the ``steps``-step schedule (a prefix of the same run).
     Deterministic for a given seed and thread count.
     """
+    from lib.common.optim import Adam
+
     if mode not in MODES:
         raise ValueError(f"parameter 'mode' got {mode!r}; allowed: {MODES}")
     with limit_threads(threads or torch.get_num_threads()):
@@ -192,13 +203,13 @@ def train_denoiser(data: TrainData, *, mode: str = "expansion", time_cond: bool 
         problem = data.problem
         model = EdgeGatedGNN(4 if problem == "mis" else 2, 0 if problem == "mis" else 4, hidden, layers, time_cond,
                              task=problem, edge_state=edge_state)
-        opt = torch.optim.Adam(model.parameters(), lr=lr)
-        sched = torch.optim.lr_scheduler.LambdaLR(
-            opt, lambda s: 0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * min(s, steps) / steps)))
+        opt = Adam(model.parameters(), lr=lr, max_grad_norm=1.0)
         res = TrainResult(model)
         t0 = time.perf_counter()
         model.train()
-        for step in range(steps):
+        run = steps if stop_after is None else min(steps, int(stop_after))
+        done = 0  # optimiser steps taken (a draw with nothing masked is skipped and does not advance the schedule)
+        for step in range(run):
             idx = rng.choice(len(data), size=min(batch_size, len(data)), replace=False)
             batch, x0 = data.batch(idx)
             t = np.ones(batch.n_graphs) if mode == "full" else rng.random(batch.n_graphs)
@@ -211,11 +222,11 @@ def train_denoiser(data: TrainData, *, mode: str = "expansion", time_cond: bool 
             loss = torch.nn.functional.binary_cross_entropy_with_logits(logits[masked], target[masked])
             opt.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.lr = cosine_lr(lr, done, steps)
             opt.step()
-            sched.step()
+            done += 1
             res.losses.append(float(loss.detach()))
         res.seconds = time.perf_counter() - t0
-        res.steps = steps
+        res.steps = run
         model.eval()
         return res

@@ -73,7 +73,7 @@ def plot_benchmark(bench):
             ax.text(0.98, 0.97 - 0.07 * i, txt, transform=ax.transAxes, ha="right", va="top", fontsize=8,
                     color="0.35")
     ax1.set_xlabel("model calls per instance (log)")
-    ax1.set_ylabel("optimality drop (%)  [mean ± 95% CI]")
+    ax1.set_ylabel("optimality drop (%), mean $\\pm$ 95% CI")
     ax1.set_title(f"Quality vs model calls, MIS on ER-{bench.n} ({len(bench.opt)} graphs)", fontsize=10.5)
     ax1.legend(fontsize=7.5, loc="center right")
     ax2.set_xlabel("CPU time per instance (ms, log)")
@@ -103,8 +103,8 @@ def plot_adaptivity(df: pd.DataFrame, bench):
     sc = ax2.scatter(df["edges"], df["adaptive calls"] + jitter, c=df["adaptive drop %"], cmap="viridis_r", s=22,
                      vmin=0)
     fig.colorbar(sc, ax=ax2, label="drop of this instance (%)")
-    ax2.set_xlabel("edges of the graph")
-    ax2.set_ylabel("adaptive calls (jittered)")
+    ax2.set_xlabel("edges of the graph $|E|$")
+    ax2.set_ylabel("adaptive model calls (jittered)")
     ax2.set_title("Steps follow the instance, not a schedule")
     fig.tight_layout()
     return fig
@@ -143,16 +143,17 @@ def plot_ablations(abl: pd.DataFrame, bench):
         ax1.text(i, r["drop %"] + r["drop CI95"] + 0.03, f"{r['mean calls']:.1f} calls", ha="center", fontsize=8)
     ax1.set_xticks(x, [v.replace(" (", "\n(").replace(", ", ",\n") for v in den["variant"]], fontsize=8)
     ax1.set_ylabel("optimality drop (%), adaptive decoding")
-    ax1.set_title(f"Denoiser ablation (tau = {den['tau'].iloc[0]:g})")
+    ax1.set_title(f"Denoiser ablation ($\\tau$ = {den['tau'].iloc[0]:g})")
     th = abl[abl.study == "threshold"]
     ax2.errorbar(th["mean calls"], th["drop %"], yerr=th["drop CI95"], fmt="-*", color="C2", ms=10, capsize=3,
-                 label="NEXCO adaptive, tau varied")
+                 label="NEXCO adaptive, $\\tau$ varied")
     for _, r in th.iterrows():
-        ax2.annotate(r["variant"], (r["mean calls"], r["drop %"]), textcoords="offset points", xytext=(5, 5),
+        ax2.annotate(r["variant"].replace("tau", "$\\tau$"), (r["mean calls"], r["drop %"]),
+                     textcoords="offset points", xytext=(5, 5),
                      fontsize=7.5, color="C2")
     sch = bench.table[bench.table.family == "schedule"].sort_values("mean calls")
     ax2.errorbar(sch["mean calls"], sch["drop %"], yerr=sch["drop CI95"], fmt="-o", color="C0", capsize=3,
-                 label="schedule-bound, D varied")
+                 label="schedule-bound, $D$ varied")
     ax2.set_xscale("log")
     _plain_log(ax2)
     ax2.set_xlabel("model calls per instance (log)")
