@@ -257,8 +257,66 @@ def test_cifar100_reader_on_fixture_and_refusals(tmp_path):
         read_cifar100(tmp_path)
     (tmp_path / "train").write_bytes(b"not a pickle")
     (tmp_path / "test").write_bytes(b"not a pickle")
-    with pytest.raises(Exception):
+    with pytest.raises(ValueError, match="data_path.*not a pickle"):
         read_cifar100(tmp_path)
+
+
+def test_cifar100_loader_refuses_foreign_and_inconsistent_pickles(tmp_path):
+    import pickle
+    import shutil
+
+    from lib.entangled_unlearning.data import check_cifar100
+
+    assert check_cifar100(FIXTURE.parent) == FIXTURE
+    folder = tmp_path / "cifar-100-python"
+    shutil.copytree(FIXTURE, folder)
+    (folder / "train").write_bytes(pickle.dumps(print, protocol=2))  # a pickle naming a global: never loaded
+    with pytest.raises(ValueError, match="data_path.*foreign pickle"):
+        check_cifar100(tmp_path)
+    with open(FIXTURE / "train", "rb") as fh:
+        d = pickle.load(fh, encoding="bytes")
+    d[b"fine_labels"] = list(d[b"fine_labels"])[:-1]  # one label short
+    (folder / "train").write_bytes(pickle.dumps(d, protocol=2))
+    with pytest.raises(ValueError, match="data_path.*fine_labels"):
+        check_cifar100(folder)
+    with open(FIXTURE / "train", "rb") as fh:
+        d = pickle.load(fh, encoding="bytes")
+    d[b"coarse_labels"] = [(c + 1) % 20 for c in d[b"coarse_labels"]]  # the fine classes change super-class
+    (folder / "train").write_bytes(pickle.dumps(d, protocol=2))
+    with pytest.raises(ValueError, match="two super-classes"):
+        check_cifar100(folder)
+
+
+def test_gradient_ascent_stops_at_the_forgetting_target(digits_and_model):
+    from lib.entangled_unlearning.baselines import gradient_ascent
+
+    ds, model = digits_and_model
+    xf, yf = ds.train.subset("forget")
+    acc = lambda m: 100.0 * float((m(xf).argmax(1) == yf).float().mean())  # noqa: E731
+    free = gradient_ascent(model.copy(), ds, lr=3e-3, steps=200, generator=torch.Generator().manual_seed(2))
+    stop = gradient_ascent(model.copy(), ds, lr=3e-3, steps=200, generator=torch.Generator().manual_seed(2),
+                           stop_at=20.0)
+    assert acc(stop) <= 20.0 < acc(model)
+    # it stopped early: nearer the original than the 200-step run (which here diverges: a NaN distance)
+    near, far = float((stop.theta - model.theta).norm()), float((free.theta - model.theta).norm())
+    assert np.isfinite(near) and not far <= near
+
+
+def test_sweep_claim_takes_the_most_entangled_delta_and_matched_baselines_only():
+    from lib.entangled_unlearning.experiments import sweep_claim
+
+    rows = []
+    for seed in (0, 1):
+        for delta in (0.25, 1.0):
+            for m, adj, matched in (("GA", 5.0, True), ("FT", 50.0, False), ("l1-sparse", 8.0, True),
+                                    ("SCRUB", 9.0 + seed, True), ("NegGrad+", 1.0, True),
+                                    ("ours (no W2)", 30.0, True), ("ours", 20.0 + 10 * delta, True)):
+                rows.append({"seed": seed, "delta": delta, "method": m, "acc_val_adjacent": adj, "matched": matched})
+    out = sweep_claim(pd.DataFrame(rows))
+    assert out["delta"] == 0.25 and out["n_seeds"] == 2
+    assert out["per_seed"]["best_matched_baseline_adj"].tolist() == [9.0, 10.0]  # FT is not matched
+    assert out["c6"] == pytest.approx(((22.5 - 9) + (22.5 - 10)) / 2)
+    assert out["vs_no_w2"] == pytest.approx(22.5 - 30.0)
 
 
 def test_fixture_is_reproducible(tmp_path):

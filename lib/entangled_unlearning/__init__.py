@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch  # noqa: F401  (imported before config() runs, so lib.common's seeding also seeds torch)
 
 from lib.common import check_choice, check_float, check_int, check_path, make_config
+from lib.common.userfiles import UserFileLoader
 
 from .baselines import BASELINES
 from .data import DIGIT_PAIRS, confusion_pairs, digits_superclass, hierarchical_gmm, read_cifar100
@@ -26,6 +27,7 @@ from .experiments import (
     gap_table,
     run_sweep,
     summary_table,
+    sweep_claim,
     sweep_summary,
     sweep_view,
     table_view,
@@ -33,6 +35,14 @@ from .experiments import (
 from .method import clipped_ce, project_out, stage1_augmented_lagrangian, stage2_wpgd, w2_sq_sorted
 
 SLUG = "entangled_unlearning"
+
+LOADERS = {
+    "data_path": UserFileLoader(
+        "data_path", "lib.entangled_unlearning.data:check_cifar100",
+        fixture="data/entangled_unlearning/cifar-100-python", kind="folder", target="train",
+        expected="the python version of CIFAR-100: cifar-100-python with the pickled dicts train and test "
+                 "(b'data' n x 3072 uint8, b'fine_labels', b'coarse_labels')"),
+}
 
 SIZES = {
     "quick": {"n_seeds": 1, "grid": "quick", "deltas": (0.25, 1.0, 4.0), "n_per": 60},
@@ -73,8 +83,8 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, fo
 
 
 __all__ = [
-    "SLUG", "SIZES", "config", "BASELINES", "BASE_LR", "BUDGETS", "GRIDS", "METHOD_ORDER", "DIGIT_PAIRS",
+    "SLUG", "SIZES", "LOADERS", "config", "BASELINES", "BASE_LR", "BUDGETS", "GRIDS", "METHOD_ORDER", "DIGIT_PAIRS",
     "confusion_pairs", "digits_superclass", "hierarchical_gmm", "read_cifar100", "clipped_ce", "project_out",
     "stage1_augmented_lagrangian", "stage2_wpgd", "w2_sq_sorted", "digits_runs", "run_sweep", "summary_table",
-    "gap_table", "sweep_summary", "claim_values", "all_trials", "table_view", "sweep_view",
+    "gap_table", "sweep_claim", "sweep_summary", "claim_values", "all_trials", "table_view", "sweep_view",
 ]

@@ -201,27 +201,99 @@ def hierarchical_gmm(n_super: int = 10, n_sub: int = 5, d: int = 32, delta: floa
 CIFAR_FORGET_FINE = 1  # "aquarium_fish", in the super-class "fish" (coarse label 1): the paper's Table 1 task
 
 
-def _find_cifar_folder(path) -> Path:
-    p = Path(path)
-    for cand in (p, p / "cifar-100-python"):
-        if (cand / "train").is_file() and (cand / "test").is_file():
-            return cand
-    raise ValueError(f"parameter 'data_path' got {str(path)!r}; allowed: None or the CIFAR-100 python folder "
-                     "('cifar-100-python', holding the pickled 'train' and 'test' files) or its parent")
+CIFAR_EXPECTED = ("the python version of CIFAR-100: a folder 'cifar-100-python' (or its parent) holding the pickled "
+                  "dicts 'train' and 'test', each with b'data' (n x 3072 uint8), b'fine_labels' (0..99) and "
+                  "b'coarse_labels' (0..19)")
+CIFAR_FILES = ("train", "test")
 
 
-def _load_cifar_pickle(file: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    with open(file, "rb") as fh:
-        d = pickle.load(fh, encoding="bytes")
+class _SafeUnpickler(pickle.Unpickler):
+    """Rebuilds dicts, lists, strings, numbers and NumPy arrays only; any other global is refused (a CIFAR pickle
+    needs nothing else, and a foreign pickle could run code)."""
+
+    _ALLOWED = {("_codecs", "encode"), ("numpy.core.multiarray", "_reconstruct"),
+                ("numpy._core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+                ("numpy._core.multiarray", "scalar")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self._ALLOWED:
+            raise pickle.UnpicklingError(f"refers to {module}.{name}, which a CIFAR-100 pickle never needs")
+        return super().find_class(module, name)
+
+
+def _find_cifar_folder(path, parameter: str = "data_path") -> Path:
+    """The folder holding 'train' and 'test': ``path`` itself or its 'cifar-100-python' sub-folder."""
+    from lib.common.userfiles import check_folder
+
+    p = Path(path).expanduser()
+    if p.is_dir() and not (p / "train").exists() and (p / "cifar-100-python").is_dir():
+        p = p / "cifar-100-python"
+    return check_folder(parameter, p, expected=CIFAR_EXPECTED, must_contain=CIFAR_FILES)
+
+
+def _load_cifar_pickle(file: Path, parameter: str = "data_path") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(images n x 3072 uint8, fine labels, coarse labels) of one CIFAR-100 pickle, or a ``UserFileError``."""
+    import io
+
+    from lib.common.userfiles import UserFileError, check_file, sniff
+
+    p = check_file(parameter, file, expected=CIFAR_EXPECTED)
+    kind = sniff(p)
+    if kind == "empty":
+        raise UserFileError(parameter, p, "the file is empty", expected=CIFAR_EXPECTED)
+    if kind not in ("binary", "text"):
+        raise UserFileError(parameter, p, f"the file is {kind}: unpack the CIFAR-100 archive first "
+                            "(tar xzf cifar-100-python.tar.gz)", expected=CIFAR_EXPECTED)
+    raw = p.read_bytes()
+    if raw[:1] != b"\x80":
+        raise UserFileError(parameter, p, f"not a pickle (it starts with {raw[:8]!r}; a pickle of protocol >= 2 "
+                            "starts with 0x80)", expected=CIFAR_EXPECTED)
     try:
-        x = np.asarray(d[b"data"], dtype=np.uint8)
-        fine, coarse = np.asarray(d[b"fine_labels"]), np.asarray(d[b"coarse_labels"])
-    except (KeyError, TypeError) as exc:
-        raise ValueError(f"{file} is not a CIFAR-100 python pickle (needs b'data', b'fine_labels', "
-                         f"b'coarse_labels')") from exc
-    if x.ndim != 2 or x.shape[1] != 3072 or not (len(x) == len(fine) == len(coarse)):
-        raise ValueError(f"{file}: expected data of shape (n, 3072) with one fine and one coarse label per row")
-    return x, fine.astype(np.int64), coarse.astype(np.int64)
+        d = _SafeUnpickler(io.BytesIO(raw), encoding="bytes").load()
+    except Exception as exc:  # noqa: BLE001 - any failure of a damaged pickle becomes the user's message
+        raise UserFileError(parameter, p, f"a damaged or foreign pickle ({type(exc).__name__}: {str(exc)[:120]})",
+                            expected=CIFAR_EXPECTED) from None
+    if not isinstance(d, dict):
+        raise UserFileError(parameter, p, f"holds a {type(d).__name__}, not a dict", expected=CIFAR_EXPECTED)
+    missing = [k for k in (b"data", b"fine_labels", b"coarse_labels") if k not in d]
+    if missing:
+        raise UserFileError(parameter, p, f"the dict has no {', '.join(repr(m) for m in missing)}",
+                            expected=CIFAR_EXPECTED)
+    x = d[b"data"]
+    if not isinstance(x, np.ndarray) or x.dtype != np.uint8 or x.ndim != 2 or x.shape[1] != 3072:
+        found = (f"an array of shape {x.shape} and dtype {x.dtype}" if isinstance(x, np.ndarray)
+                 else f"a {type(x).__name__}")
+        raise UserFileError(parameter, p, f"b'data' is {found}", expected="b'data' a uint8 array of shape (n, 3072)")
+    labels = []
+    for key, hi in ((b"fine_labels", 99), (b"coarse_labels", 19)):
+        try:
+            lab = np.asarray(d[key])
+        except Exception:  # noqa: BLE001
+            lab = np.asarray([])
+        if lab.ndim != 1 or lab.dtype.kind not in "iu" or len(lab) != len(x):
+            raise UserFileError(parameter, p, f"{key!r} holds {len(lab) if lab.ndim == 1 else '?'} entries of kind "
+                                f"{lab.dtype}, for {len(x)} images", expected=f"one integer in 0..{hi} per image")
+        if len(lab) and (lab.min() < 0 or lab.max() > hi):
+            raise UserFileError(parameter, p, f"{key!r} holds values outside 0..{hi} ({lab.min()}..{lab.max()})",
+                                expected=f"one integer in 0..{hi} per image")
+        labels.append(lab.astype(np.int64))
+    return x, labels[0], labels[1]
+
+
+def check_cifar100(path, parameter: str = "data_path") -> Path:
+    """Check a user's CIFAR-100 folder (both pickles readable and consistent) and return the folder holding them;
+    the declared loader of ``data_path`` (``UserFileError`` naming the parameter, the file and what is wrong)."""
+    from lib.common.userfiles import UserFileError
+
+    folder = _find_cifar_folder(path, parameter)
+    fine_to_super = {}
+    for name in CIFAR_FILES:
+        _, fine, coarse = _load_cifar_pickle(folder / name, parameter)
+        for f, c in zip(fine.tolist(), coarse.tolist()):
+            if fine_to_super.setdefault(f, c) != c:
+                raise UserFileError(parameter, folder / name, f"fine class {f} belongs to two super-classes "
+                                    f"({fine_to_super[f]} and {c})", expected=CIFAR_EXPECTED)
+    return folder
 
 
 def read_cifar100(path, seed: int = 0, n_train_per_class: int = 100, n_val_per_class: int = 20,
@@ -231,11 +303,14 @@ def read_cifar100(path, seed: int = 0, n_train_per_class: int = 100, n_val_per_c
     flattened to 3072 values in [0, 1] and standardised with the training mean and s.d.; at most
     ``n_train_per_class`` / ``n_val_per_class`` images per fine class are kept (a random subset, ``seed``), the test
     file serving as the validation split."""
-    folder = _find_cifar_folder(path)
+    from lib.common.userfiles import UserFileError
+
+    folder = check_cifar100(path)
     xtr, ftr, ctr = _load_cifar_pickle(folder / "train")
     xva, fva, cva = _load_cifar_pickle(folder / "test")
     if forget_fine not in set(ftr.tolist()):
-        raise ValueError(f"{folder / 'train'} has no image of fine class {forget_fine}")
+        raise UserFileError("data_path", folder / "train", f"has no image of fine class {forget_fine}",
+                            expected=CIFAR_EXPECTED)
     fine_to_super = {int(f): int(c) for f, c in zip(np.r_[ftr, fva], np.r_[ctr, cva])}
     sup = fine_to_super[forget_fine]
     adjacent = sorted(f for f, c in fine_to_super.items() if c == sup and f != forget_fine)

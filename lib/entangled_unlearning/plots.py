@@ -53,8 +53,8 @@ def plot_three_bars(summary: pd.DataFrame, trials: pd.DataFrame, target: float, 
     bx.text(target + 1, 4, "matched forgetting:\nD_f <= retrain + 5 pp", fontsize=7, color="0.3")
     bx.set_xlim(-2, 102)
     bx.set_ylim(-2, 104)
-    bx.set_xlabel("D_f train accuracy (%)  (lower = more forgetting)")
-    bx.set_ylabel("D_r^adj val accuracy (%)")
+    bx.set_xlabel(r"$D_f$ train accuracy (%)  (lower = more forgetting)")
+    bx.set_ylabel(r"$D_r^{adj}$ val accuracy (%)")
     bx.set_title("Every grid point, first seed (star: tuned)")
     bx.legend(fontsize=7, loc="lower right", ncol=2)
     fig.tight_layout()
@@ -64,14 +64,15 @@ def plot_three_bars(summary: pd.DataFrame, trials: pd.DataFrame, target: float, 
 def plot_sweep(summary: pd.DataFrame, chance: float):
     """D_f train accuracy and D_r^adj val accuracy after unlearning against delta (filled: matched forgetting)."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.9))
-    methods = ["retrain", "GA", "FT", "SCRUB", "ours"]
-    pal = dict(zip(methods, ["0.4"] + list(sns.color_palette("colorblind", 4))))
-    cols = [("acc_train_forget", "D_f train accuracy (%)"), ("acc_val_adjacent", "D_r^adj val accuracy (%)"),
-            ("acc_val_remote", "D_r^rem val accuracy (%)")]
+    methods = [m for m in ["retrain", "GA", "FT", "l1-sparse", "SCRUB", "NegGrad+", "ours (no W2)", "ours"]
+               if m in summary.index.get_level_values(0)]
+    pal = dict(zip(methods, ["0.4"] + list(sns.color_palette("colorblind", len(methods) - 1))))
+    cols = [("acc_train_forget", r"$D_f$ train accuracy (%)"), ("acc_val_adjacent", r"$D_r^{adj}$ val accuracy (%)"),
+            ("acc_val_remote", r"$D_r^{rem}$ val accuracy (%)")]
     for ax, (col, label) in zip(axes, cols):
         for m in methods:
             d = summary.loc[m]
-            ls = "--" if m == "retrain" else "-"
+            ls = "--" if m == "retrain" else (":" if m == "ours (no W2)" else "-")
             ax.plot(d.index, d[col], ls, color=pal[m], lw=1.2, label=m)
             if m != "retrain":
                 full = d["matched"] >= 0.5
@@ -81,7 +82,7 @@ def plot_sweep(summary: pd.DataFrame, chance: float):
         ax.set_xticks(list(summary.loc["ours"].index))
         ax.set_xticklabels([f"{v:g}" for v in summary.loc["ours"].index])
         ax.minorticks_off()
-        ax.set_xlabel("delta (sub-class spread; small = entangled)")
+        ax.set_xlabel(r"$\delta$ (sub-class spread; small = entangled)")
         ax.set_ylabel(label)
         ax.set_ylim(-3, 103)
     axes[0].axhline(chance + 5, color="0.5", lw=0.8, ls=":")
@@ -90,7 +91,7 @@ def plot_sweep(summary: pd.DataFrame, chance: float):
     axes[2].set_title("Remote retention")
     handles, labels = axes[1].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0.08, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=5, frameon=False,
+    fig.legend(handles, labels, loc="lower center", ncol=len(methods), frameon=False,
                title="filled marker: matched forgetting; open: the method reached no matched point", title_fontsize=8)
     return fig
 
@@ -103,7 +104,7 @@ def plot_dynamics(stage1: pd.DataFrame, stage2: dict, info: dict, alpha: float):
     ax.set_yscale("log")
     _plain_log(ax.yaxis, subs=(1.0, 2.0, 5.0))
     ax.set_xlabel("Stage-1 step")
-    ax.set_ylabel("L_f: mean CE on D_f train (nats, log)")
+    ax.set_ylabel(r"$L_f$: mean CE on $D_f$ train (nats, log)")
     ax.set_title("Stage 1: forget loss (dotted: before)")
     h = stage1["residual"]
     lim = 0.1
@@ -112,15 +113,15 @@ def plot_dynamics(stage1: pd.DataFrame, stage2: dict, info: dict, alpha: float):
     bx.axhline(0, color="C0", lw=0.6, ls=":")
     bx.set_ylim(-1.05 * lim, 1.05 * lim)
     bx.set_xlabel("Stage-1 step")
-    bx.set_ylabel("remote residual h (nats; band: +-0.05)", color="C0")
+    bx.set_ylabel(r"remote residual $h$ (nats; band: $\pm$0.05)", color="C0")
     if float(h.abs().max()) > lim:
         bx.text(0.98, 0.04, f"clipped: |h| reaches {float(h.abs().max()):.2g} in the first steps",
                 transform=bx.transAxes, ha="right", fontsize=7, color="C0")
     b2 = bx.twinx()
     b2.plot(stage1["step"], stage1["lambda"], color="C2")
-    b2.set_ylabel("multiplier lambda", color="C2")
+    b2.set_ylabel(r"multiplier $\lambda$", color="C2")
     b2.grid(False)
-    bx.set_title(f"Stage 1: h pinned, lambda by dual ascent (end: h = {info['residual']:+.3f})")
+    bx.set_title(f"Stage 1: $h$ pinned, $\\lambda$ by dual ascent (end: $h$ = {info['residual']:+.3f})")
     pal = _pal()
     for k, (name, label) in enumerate([("forget", "D_f train"), ("adjacent", "D_r^adj val"),
                                        ("remote", "D_r^rem val")]):
@@ -151,8 +152,8 @@ def plot_loss_histograms(losses: dict, alpha: float):
         _plain_log(ax.xaxis, numticks=5)
         ax.set_title(f"{label}\nmedian {np.median(v):.2g}, 10th pct {np.quantile(v, 0.1):.2g} nats\n"
                      f"{np.mean(v < np.log(2)):.0%} below ln 2", fontsize=8.5)
-        ax.set_xlabel("per-sample CE on D_f (nats)")
-    axes[0].set_ylabel("D_f training samples")
+        ax.set_xlabel(r"per-sample CE on $D_f$ (nats)")
+    axes[0].set_ylabel(r"$D_f$ training samples")
     fig.tight_layout()
     return fig
 
@@ -164,9 +165,9 @@ def plot_mia(summary: pd.DataFrame):
     ax.bar(range(len(methods)), vals, color=["0.6", "0.3"] + list(sns.color_palette("colorblind", len(UNLEARNERS))))
     ax.axhline(summary.loc["retrain", "mia_forget"], color="0.3", ls="--", lw=1, label="retrain")
     ax.set_xticks(range(len(methods)), methods, rotation=25, ha="right")
-    ax.set_ylabel("D_f predicted 'member' (%)")
+    ax.set_ylabel(r"$D_f$ predicted 'member' (%)")
     ax.set_ylim(0, 105)
-    ax.set_title("SVC membership-inference attack on D_f (closer to retrain is better)")
+    ax.set_title(r"SVC membership-inference attack on $D_f$ (closer to retrain is better)")
     ax.legend()
     fig.tight_layout()
     return fig
