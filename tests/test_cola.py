@@ -7,15 +7,15 @@ import numpy as np
 import pytest
 
 from lib.cola import config
-from lib.cola.data import load_dataset, load_german, make_credit_like
+from lib.cola.data import GERMAN_ATTRIBUTES, load_dataset, load_german, make_credit_like, make_credit_like_onehot
 from lib.cola.generators import dice_random, growing_spheres, nun_ce, wachter_ce
 from lib.cola.make_data import FIXTURE_NAME, german_fixture_lines
 from lib.cola.matching import (compose_q, greedy_coupling, identity_coupling, nn_coupling, ot_coupling,
                                random_coupling, transport_cost)
-from lib.cola.models import fit_model
+from lib.cola.models import fit_model, forest_proba
 from lib.cola.pshap import pshap_exact, pshap_sampling, shap_background, shapley_matrix
 from lib.cola.refine import (action_order, apply_actions, edit_mask, min_actions, oracle_min_edits,
-                             proximity_violations)
+                             per_row_prefix, proximity_violations)
 from lib.common import data_dir
 
 FIXTURE = data_dir("cola") / FIXTURE_NAME
@@ -167,6 +167,39 @@ def test_oracle_matches_known_minimum_and_never_exceeds_any_order():
             assert min_actions(predict, X, q, y_star, order).c_star >= oracle
 
 
+def _brute_force_min(predict, x, q, y):
+    e = np.flatnonzero(x != q)
+    for k in range(len(e) + 1):
+        for S in itertools.combinations(e, k):
+            z = x.copy()
+            z[list(S)] = q[list(S)]
+            if predict(z[None])[0] == y:
+                return k
+    raise AssertionError("unreachable target")
+
+
+def test_oracle_search_by_size_linear_shortcut_and_budget_agree_with_brute_force():
+    rng = np.random.default_rng(11)
+    for trial in range(10):
+        N, P = 6, 7
+        w, b = rng.normal(size=P), rng.normal()
+        predict = lambda Z, w=w, b=b: (np.asarray(Z) @ w + b >= 0).astype(int)  # noqa: E731
+        X = rng.normal(size=(N, P))
+        q = np.where(rng.random(X.shape) < 0.2, X, X + 3 * rng.normal(size=X.shape))
+        y = predict(q)  # the target is f(q), whatever it is (0 edits where f(x) already equals it)
+        want = np.array([_brute_force_min(predict, X[i], q[i], y[i]) for i in range(len(X))])
+        np.testing.assert_array_equal(oracle_min_edits(predict, X, q, y), want)
+        np.testing.assert_array_equal(oracle_min_edits(predict, X, q, y, linear=(w, b)), want)
+        np.testing.assert_array_equal(oracle_min_edits(predict, X, q, y, max_states=2**P), want)
+        small = oracle_min_edits(predict, X, q, y, max_states=1 + P)  # sizes 0 and 1 only
+        assert np.all((small == want) | ((small == -1) & (want > 1)))
+        phi = rng.normal(size=X.shape)
+        assert np.all(per_row_prefix(predict, X, q, y, phi) >= want)
+        # the per-row prefix of the gains' order is the linear optimum
+        gains = np.where(y[:, None] == 1, 1.0, -1.0) * w[None, :] * (q - X)
+        np.testing.assert_array_equal(per_row_prefix(predict, X, q, y, np.maximum(gains, 0) + 1e-9), want)
+
+
 def test_refined_counterfactuals_are_never_farther_than_q():
     rng = np.random.default_rng(9)
     for _ in range(50):
@@ -236,11 +269,83 @@ def test_german_reader_on_fixture_and_fixture_is_regenerable(tmp_path):
     assert hashlib.sha256(regenerated).hexdigest() == hashlib.sha256(FIXTURE.read_bytes()).hexdigest()
     bad = tmp_path / "german.data"
     bad.write_text("A11 6 A34\n")
-    with pytest.raises(ValueError, match="data_path"):
+    with pytest.raises(ValueError, match="data_path.*line 1: the line has 3 fields, not 21"):
         load_german(bad)
     bad.write_text(FIXTURE.read_text().replace("A14", "B14", 1))
-    with pytest.raises(ValueError, match="data_path"):
+    with pytest.raises(ValueError, match="data_path.*line 1: attribute 1 \\(checking_status\\) is 'B14'"):
         load_german(bad)
+    bad.write_text(FIXTURE.read_text().replace("A30", "A39", 1))  # a code outside the attribute's documented set
+    with pytest.raises(ValueError, match="attribute 3 \\(credit_history\\) is 'A39'"):
+        load_german(bad)
+
+
+def test_german_reader_messages_for_common_mistakes(tmp_path):
+    import gzip
+
+    gz = tmp_path / "german.data.gz"
+    gz.write_bytes(gzip.compress(FIXTURE.read_bytes()))
+    with pytest.raises(ValueError, match=r"parameter 'data_path'.*gzip-compressed: decompress it first"):
+        load_german(gz)
+    csv = tmp_path / "german.csv"
+    csv.write_text(FIXTURE.read_text().replace(" ", ","))
+    with pytest.raises(ValueError, match=r"line 1: fields are separated by commas"):
+        load_german(csv)
+    numeric = tmp_path / "german.data-numeric"
+    numeric.write_text("\n".join(" ".join(["1"] * 25) for _ in range(30)) + "\n")
+    with pytest.raises(ValueError, match=r"german.data-numeric"):
+        load_german(numeric)
+    few = tmp_path / "few.data"
+    few.write_text("\n".join(FIXTURE.read_text().splitlines()[:5]) + "\n")
+    with pytest.raises(ValueError, match=r"5 rows; at least 20"):
+        load_german(few)
+    with pytest.raises(ValueError, match="encoding"):
+        load_german(FIXTURE, encoding="binary")
+
+
+def test_german_onehot_encoding_keeps_the_information():
+    Xo, y = load_german(FIXTURE)
+    X1, y1 = load_german(FIXTURE, encoding="onehot")
+    assert np.array_equal(y, y1)
+    cat = [(k, name) for k, (name, kind) in enumerate(GERMAN_ATTRIBUTES, start=1) if kind == "cat"]
+    assert X1.shape[1] == 7 + sum(Xo[name].nunique() for _, name in cat)  # one column per level present
+    for k, name in cat:
+        block = X1[[c for c in X1.columns if c.startswith(name + "=")]]
+        assert np.all(block.sum(axis=1) == 1) and set(np.unique(block)) <= {0.0, 1.0}
+        levels = np.array([int(c.split("=")[1][len(f"A{k}"):]) for c in block.columns])
+        np.testing.assert_array_equal(levels[block.to_numpy().argmax(1)], Xo[name].to_numpy())
+    np.testing.assert_array_equal(X1["credit_amount"], Xo["credit_amount"])
+    ds = load_dataset("german_onehot", seed=0, data_path=FIXTURE)
+    assert ds.n_features == X1.shape[1] and ds.label.endswith("one-hot)")
+
+
+def test_credit_like_onehot_is_the_ordinal_set_encoded():
+    Xo, y = make_credit_like(1000, 12, seed=3)
+    X1, y1 = make_credit_like_onehot(1000, 12, seed=3)
+    assert X1.shape == (1000, 40) and np.array_equal(y, y1)
+    for name in ("checking_status", "savings", "dependents"):
+        block = X1[[c for c in X1.columns if c.startswith(name + "=")]].to_numpy()
+        assert np.all(block.sum(1) == 1)
+        np.testing.assert_array_equal(block.argmax(1) + 1, Xo[name].to_numpy())
+    np.testing.assert_array_equal(X1["age"], Xo["age"])
+
+
+def test_fast_forest_probability_is_sklearns_bit_for_bit():
+    ds = load_dataset("credit_like", seed=0)
+    clf = fit_model("rf", ds.X_train, ds.y_train, seed=0)
+    Z = np.random.default_rng(0).normal(size=(500, ds.n_features))
+    np.testing.assert_array_equal(clf.proba(Z), clf.estimator.predict_proba(Z)[:, 1])
+    np.testing.assert_array_equal(forest_proba(clf.estimator, Z, cls=0), clf.estimator.predict_proba(Z)[:, 0])
+    with pytest.raises(ValueError, match="expects"):
+        forest_proba(clf.estimator, Z[:, :3])
+
+
+def test_pot_is_imported_without_leaving_its_backend_switches():
+    import os
+
+    from lib.cola.matching import _ot
+
+    assert hasattr(_ot(), "emd")
+    assert not any(k.startswith("POT_BACKEND_DISABLE") for k in os.environ)
 
 
 def test_p_above_12_uses_sampling_end_to_end_on_the_fixture():
@@ -268,8 +373,17 @@ def test_config_validates_parameters(tmp_path, monkeypatch):
         config(data_path=str(tmp_path / "missing.data"), out_dir=str(tmp_path), verbose=False)
     with pytest.raises(ValueError, match="mode"):
         config(mode="fast", out_dir=str(tmp_path), verbose=False)
+    with pytest.raises(ValueError, match="encoding"):
+        config(encoding="dummy", out_dir=str(tmp_path), verbose=False)
     cfg = config(data_path=str(FIXTURE), out_dir=str(tmp_path), verbose=False)
-    assert "german" in cfg.datasets and "credit_like" not in cfg.datasets and cfg.n_factuals == 30
+    assert cfg.datasets == ["breast_cancer10", "german_onehot"] and cfg.n_factuals == 30
+    assert cfg.dataset_models["german_onehot"] == ["lr", "mlp"]
+    cfg = config(data_path=str(FIXTURE), encoding="ordinal", models=["lr"], out_dir=str(tmp_path), verbose=False)
+    assert cfg.datasets == ["breast_cancer10", "german"] and cfg.dataset_models == {}
+    broken = tmp_path / "german.data"
+    broken.write_text(FIXTURE.read_text().replace(" ", ";"))
+    with pytest.raises(ValueError, match="data_path.*semicolons"):  # refused before any work
+        config(data_path=str(broken), out_dir=str(tmp_path), verbose=False)
     monkeypatch.chdir(tmp_path)  # notebooks run in notebooks/: a path from the project root is accepted too
     cfg = config(data_path="data/cola/" + FIXTURE_NAME, out_dir=str(tmp_path), verbose=False)
     assert cfg.data_path.resolve() == FIXTURE.resolve()

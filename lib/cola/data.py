@@ -8,8 +8,11 @@ package. The offline stand-ins are
 * ``fair``: statsmodels' ``fair`` survey (6366 rows, 8 socio-economic features; label ``affairs > 0``);
 * ``credit_like``: :func:`make_credit_like`, a seeded generator with German Credit's shape (1000 rows,
   30 % "bad", mixed ordinal / integer / amount features);
-* ``german``: the real German Credit file in its public format (``german.data``: 20 space-separated
-  attributes and the class 1 = good / 2 = bad), read by :func:`load_german` when ``data_path`` is given.
+* ``credit_like_onehot``: the same rows with the ordinal features one-hot encoded (40 columns), the
+  high-dimensional cell of quick mode (p-SHAP by permutation sampling);
+* ``german`` / ``german_onehot``: the real German Credit file in its public format (``german.data``: 20
+  space-separated attributes and the class 1 = good / 2 = bad), read by :func:`load_german` when
+  ``data_path`` is given, with ordinal codes (20 columns) or one-hot encoded (about 61 columns, the paper's).
 
 Every data set is split 70/30 (stratified, seeded) and standardised with the training mean and standard
 deviation; models, generators and COLA all work in the standardised space, and :class:`Dataset` keeps the
@@ -24,12 +27,15 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-DATASETS = ("breast_cancer10", "fair", "credit_like", "german")
+DATASETS = ("breast_cancer10", "fair", "credit_like", "credit_like_onehot", "german", "german_onehot")
+USER_DATASETS = ("german", "german_onehot")  # read from data_path
 LABELS = {
     "breast_cancer10": "breast-cancer-10",
     "fair": "fair (statsmodels)",
     "credit_like": "credit-like (synthetic)",
-    "german": "German Credit (file)",
+    "credit_like_onehot": "credit-like, one-hot",
+    "german": "German Credit (file, ordinal)",
+    "german_onehot": "German Credit (file, one-hot)",
 }
 
 # German Credit (UCI Statlog) attributes, in file order. Categorical attributes are coded "A<k><level>";
@@ -141,47 +147,125 @@ def make_credit_like(n: int = 1000, p: int = 12, seed: int = 0, bad_rate: float 
     return pd.DataFrame(cols), y.astype(int)
 
 
-def load_german(path) -> tuple[pd.DataFrame, np.ndarray]:
-    """Read German Credit in its public format (``german.data``): 20 space-separated attributes + class.
+GERMAN_EXPECTED = ("UCI Statlog German Credit as distributed (german.data): one applicant per line, 20 attributes "
+                   "and the class (1 = good, 2 = bad) separated by spaces, categorical codes like A11")
+ENCODINGS = ("onehot", "ordinal")
 
-    Categorical codes ``A<k><level>`` become the integer level (ordinal coding, as many CE papers do for
-    tree and linear models alike); the class becomes y = 1 for 1 (good) and y = 0 for 2 (bad).
-    Raises ``ValueError`` naming ``data_path`` and the line when the file does not have that format.
+
+def _german_problem(path, lineno, problem):
+    from lib.common.userfiles import UserFileError
+
+    return UserFileError("data_path", path, problem, expected=GERMAN_EXPECTED, line=lineno)
+
+
+def _parse_german_line(path, lineno: int, line: str) -> tuple[list, int]:
+    """The 20 attribute tokens (categorical level as int, numeric as float) and the class of one line."""
+    for sep, name in ((",", "commas"), (";", "semicolons"), ("|", "bars")):
+        if sep in line:
+            raise _german_problem(path, lineno, f"fields are separated by {name} (a CSV export such as Kaggle's "
+                                  "german_credit_data.csv?)")
+    tokens = line.split()
+    if len(tokens) != 21:
+        hint = ""
+        if len(tokens) == 25 and all(t.lstrip("-").isdigit() for t in tokens):
+            hint = " (25 integers: this is german.data-numeric, the 24-attribute recoding; give german.data)"
+        raise _german_problem(path, lineno, f"the line has {len(tokens)} fields, not 21{hint}")
+    values = []
+    for k, (tok, (name, kind)) in enumerate(zip(tokens[:20], GERMAN_ATTRIBUTES), start=1):
+        if kind == "cat":
+            prefix = f"A{k}"
+            level = tok[len(prefix):]
+            if not tok.startswith(prefix) or not level.isdigit() or int(level) not in GERMAN_LEVELS[k]:
+                codes = ", ".join(f"{prefix}{v}" for v in GERMAN_LEVELS[k])
+                raise _german_problem(path, lineno, f"attribute {k} ({name}) is {tok[:40]!r}, not one of its "
+                                      f"codes {codes}")
+            values.append(int(level))
+        else:
+            try:
+                v = float(tok)
+            except ValueError:
+                v = float("nan")
+            if not np.isfinite(v):
+                raise _german_problem(path, lineno, f"attribute {k} ({name}) is {tok[:40]!r}, not a number")
+            values.append(v)
+    if tokens[20] not in ("1", "2"):
+        raise _german_problem(path, lineno, f"the class (field 21) is {tokens[20][:40]!r}, not 1 (good) or 2 (bad)")
+    return values, 1 if tokens[20] == "1" else 0
+
+
+def read_german(data_path) -> tuple[list, np.ndarray]:
+    """Parse ``german.data`` (the ``data_path`` loader): rows of 20 attributes (categorical level codes as
+    integers) and y (1 = good, 0 = bad).
+
+    Built on :mod:`lib.common.userfiles` (missing, compressed, binary, empty or non-UTF-8 files and absurd
+    lines are refused there) plus the format's own checks: 21 space-separated fields, every categorical code
+    one of its attribute's documented codes, numbers where the attribute is numeric, class 1 or 2, at least
+    20 rows and both classes. Every failure is a :class:`~lib.common.userfiles.UserFileError` (a
+    ``ValueError``) naming ``data_path``, the file and the line.
     """
-    path = Path(path)
+    from lib.common.userfiles import read_lines
+
     rows, labels = [], []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        tokens = line.split()
-        if not tokens:
-            continue
-        if len(tokens) != 21:
-            raise ValueError(f"parameter 'data_path' ({path}): line {lineno} has {len(tokens)} fields; "
-                             "german.data has 20 attributes and the class (1 = good, 2 = bad)")
-        values = []
-        for k, (tok, (name, kind)) in enumerate(zip(tokens[:20], GERMAN_ATTRIBUTES), start=1):
-            if kind == "cat":
-                prefix = f"A{k}"
-                level = tok[len(prefix):]
-                if not tok.startswith(prefix) or not level.isdigit():
-                    raise ValueError(f"parameter 'data_path' ({path}): line {lineno}, attribute {k} ({name}) "
-                                     f"is {tok!r}; expected a code like {prefix}{GERMAN_LEVELS[k][0]}")
-                values.append(float(level))
-            else:
-                try:
-                    values.append(float(tok))
-                except ValueError:
-                    raise ValueError(f"parameter 'data_path' ({path}): line {lineno}, attribute {k} ({name}) "
-                                     f"is {tok!r}; expected a number") from None
-        if tokens[20] not in ("1", "2"):
-            raise ValueError(f"parameter 'data_path' ({path}): line {lineno} has class {tokens[20]!r}; expected 1 or 2")
+    for lineno, line in read_lines("data_path", data_path, expected=GERMAN_EXPECTED, comments=("#",)):
+        values, label = _parse_german_line(data_path, lineno, line)
         rows.append(values)
-        labels.append(1 if tokens[20] == "1" else 0)
+        labels.append(label)
     if len(rows) < 20:
-        raise ValueError(f"parameter 'data_path' ({path}): {len(rows)} rows; need at least 20")
+        raise _german_problem(data_path, None, f"the file has {len(rows)} rows; at least 20 are needed to split it")
     y = np.asarray(labels, dtype=int)
     if y.min() == y.max():
-        raise ValueError(f"parameter 'data_path' ({path}): only one class present")
-    return pd.DataFrame(rows, columns=[n for n, _ in GERMAN_ATTRIBUTES]), y
+        raise _german_problem(data_path, None, f"every row has class {2 - y[0]}; both classes are needed")
+    return rows, y
+
+
+def load_german(path, encoding: str = "ordinal") -> tuple[pd.DataFrame, np.ndarray]:
+    """German Credit from its public file (see :func:`read_german`) as features and y (1 = good, 0 = bad).
+
+    ``encoding="ordinal"``: the 20 attributes, a categorical code ``A<k><level>`` as the integer level (as many
+    CE papers code it for tree and linear models alike). ``encoding="onehot"``: each categorical attribute
+    becomes one 0/1 column per documented level that occurs in the file (``checking_status=A11``, ...), the 7
+    numeric attributes stay as they are, in file order: about 61 columns on the real file, the encoding the
+    paper's experiments use.
+    """
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding {encoding!r}; allowed: {', '.join(map(repr, ENCODINGS))}")
+    rows, y = read_german(path)
+    X = pd.DataFrame(rows, columns=[n for n, _ in GERMAN_ATTRIBUTES]).astype(float)
+    if encoding == "ordinal":
+        return X, y
+    levels = {name: [f"A{k}{v}" for v in GERMAN_LEVELS[k]]
+              for k, (name, kind) in enumerate(GERMAN_ATTRIBUTES, start=1) if kind == "cat"}
+    return one_hot(X, {name: list(GERMAN_LEVELS[k]) for k, (name, kind) in enumerate(GERMAN_ATTRIBUTES, start=1)
+                       if kind == "cat"}, labels=levels), y
+
+
+def one_hot(X: pd.DataFrame, categorical: dict, labels: Optional[dict] = None) -> pd.DataFrame:
+    """Replace each column named in ``categorical`` (name -> its level values) by one 0/1 column per level that
+    occurs, named ``name=<label>`` (``labels[name][k]`` for level k, else the value), in place of the column."""
+    cols = {}
+    for name in X.columns:
+        if name not in categorical:
+            cols[name] = X[name].to_numpy(dtype=float)
+            continue
+        values = X[name].to_numpy()
+        for k, level in enumerate(categorical[name]):
+            hit = values == level
+            if hit.any():
+                tag = labels[name][k] if labels and name in labels else f"{level:g}"
+                cols[f"{name}={tag}"] = hit.astype(float)
+    return pd.DataFrame(cols)
+
+
+def make_credit_like_onehot(n: int = 1000, p: int = 12, seed: int = 0, bad_rate: float = 0.3
+                            ) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`make_credit_like` with its ordinal features one-hot encoded (one 0/1 column per level), as German
+    Credit's categorical attributes are in the paper: 40 columns for the default 12 features (9 ordinal with
+    2-5 levels, 3 integer/amount features kept as they are)."""
+    X, y = make_credit_like(n, p, seed=seed, bad_rate=bad_rate)
+    kinds = {(name if k < len(_CREDIT_SPEC) else f"{name}_{k // len(_CREDIT_SPEC) + 1}"): (kind, arg)
+             for k, (name, kind, arg) in ((k, _CREDIT_SPEC[k % len(_CREDIT_SPEC)]) for k in range(p))}
+    cat = {name: [float(v) for v in range(1, arg + 1)] for name, (kind, arg) in kinds.items() if kind == "ordinal"}
+    return one_hot(X, cat), y
 
 
 def load_dataset(name: str, seed: int = 0, data_path: Optional[Path] = None, test_size: float = 0.3) -> Dataset:
@@ -194,10 +278,12 @@ def load_dataset(name: str, seed: int = 0, data_path: Optional[Path] = None, tes
         X, y = load_fair()
     elif name == "credit_like":
         X, y = make_credit_like(1000, 12, seed=seed)
-    elif name == "german":
+    elif name == "credit_like_onehot":
+        X, y = make_credit_like_onehot(1000, 12, seed=seed)
+    elif name in ("german", "german_onehot"):
         if data_path is None:
-            raise ValueError("data set 'german' needs data_path (the german.data file)")
-        X, y = load_german(data_path)
+            raise ValueError(f"data set {name!r} needs data_path (the german.data file)")
+        X, y = load_german(data_path, encoding="onehot" if name == "german_onehot" else "ordinal")
     else:
         raise ValueError(f"unknown data set {name!r}; allowed: {', '.join(DATASETS)}")
     Xa = X.to_numpy(dtype=float)

@@ -22,12 +22,14 @@ from .generators import DENSE_GENERATORS, generate
 from .matching import compose_q, make_coupling, ot_coupling, transport_cost
 from .models import fit_model
 from .pshap import pshap, shap_background
-from .refine import action_order, apply_actions, edit_mask, min_actions, oracle_min_edits, proximity_violations
+from .refine import (action_order, apply_actions, edit_mask, min_actions, oracle_min_edits, per_row_prefix,
+                     proximity_violations)
 
 POLICIES = ("cola", "cola_greedy", "decoupled", "random")
 POLICY_LABELS = {"cola": "COLA (OT + p-SHAP, sampled order)", "cola_greedy": "COLA (greedy order)",
                  "decoupled": "decoupled SHAP (FA then CE)", "random": "random actions"}
 ABLATION_COUPLINGS = ("ot", "nn", "identity", "random")
+ORACLE_MAX_STATES = 4096  # per row: every subset when |E_i| <= 12; beyond, the search by size stops at this budget
 
 
 @dataclass
@@ -73,26 +75,32 @@ def _refine_all(clf, X, R, pi, phi, phi_dec, seed, key):
 
 def run_grid(datasets, models, generators, n_factuals: int, seed: int, *, data_path=None, n_perm: int = 128,
              n_perm_decoupled: int = 128, n_background: int = 100, ablation_datasets=(), ot_reg: float = 0.0,
-             example_rows: int = 3, omp_threads: int = 1) -> Grid:
+             example_rows: int = 3, threads: int = 1, dataset_models=None,
+             oracle_max_states: int = ORACLE_MAX_STATES) -> Grid:
     """Run every data set x model x generator cell (see the module docstring).
 
     ``n_perm``: permutations of sampled p-SHAP (only when P > 12); ``n_perm_decoupled`` and ``n_background``:
-    permutations and training rows of the decoupled-SHAP baseline. ``omp_threads`` caps OpenMP threads
-    (HistGradientBoosting fits 50x slower on a busy 2-core machine with one thread per core).
+    permutations and training rows of the decoupled-SHAP baseline. ``dataset_models``: data set -> the models
+    it runs with (others: ``models``). ``oracle_max_states``: the per-row budget of the per-row optimum (see
+    :func:`~lib.cola.refine.oracle_min_edits`; a cell with a row over it reports no optimum). ``threads`` caps
+    the BLAS and OpenMP pools: every matrix here is small (an MLP's mini-batches, a few thousand coalition states),
+    and on a busy 2-core machine one thread is faster (HistGradientBoosting fits 50x slower with one thread per
+    core; the MLP's Adam steps 2x).
     """
-    with limit_threads(omp_threads, blas=False):
+    with limit_threads(threads):
         return _run_grid(datasets, models, generators, n_factuals, seed, data_path=data_path, n_perm=n_perm,
                          n_perm_decoupled=n_perm_decoupled, n_background=n_background,
-                         ablation_datasets=ablation_datasets, ot_reg=ot_reg, example_rows=example_rows)
+                         ablation_datasets=ablation_datasets, ot_reg=ot_reg, example_rows=example_rows,
+                         dataset_models=dataset_models or {}, oracle_max_states=oracle_max_states)
 
 
 def _run_grid(datasets, models, generators, n_factuals, seed, *, data_path, n_perm, n_perm_decoupled, n_background,
-              ablation_datasets, ot_reg, example_rows) -> Grid:
+              ablation_datasets, ot_reg, example_rows, dataset_models, oracle_max_states) -> Grid:
     t0 = time.perf_counter()
     cells, ablation, curves = [], [], {}
     grid = Grid(cells=None, curves=curves, ablation=None)
     prox = {"L0": 0, "L1": 0, "L2": 0, "rows": 0}
-    jobs = [(d, m, g) for d in datasets for m in models for g in generators]
+    jobs = [(d, m, g) for d in datasets for m in dataset_models.get(d, models) for g in generators]
     for ds_name, model_name, gen_name in progress(jobs, desc="cells"):
         t_cell = time.perf_counter()
         if ds_name not in grid.datasets:
@@ -121,6 +129,13 @@ def _run_grid(datasets, models, generators, n_factuals, seed, *, data_path, n_pe
             row[f"ratio_{p}"] = r.ratio
             curves[ds_name, model_name, gen_name, p] = r.curve
         row.update(n_edits=int(E.sum()), pshap=method, ot_cost=transport_cost(pi, X, R))
+        # the per-row optimum (no global order) and COLA's ranking applied row by row: where the gap of C1 comes from
+        k_opt = oracle_min_edits(clf.predict, X, q, y_star, max_states=oracle_max_states, linear=clf.linear())
+        k_row = per_row_prefix(clf.predict, X, q, y_star, phi)
+        row["C_oracle"] = float(k_opt.sum()) if (k_opt >= 0).all() else np.nan
+        row["ratio_oracle"] = row["C_oracle"] / max(int(E.sum()), 1)
+        row["C_perrow"] = int(k_row.sum())
+        row["ratio_perrow"] = row["C_perrow"] / max(int(E.sum()), 1)
         for Xr in refined.values():
             v = proximity_violations(X, q, Xr)
             for k in ("L0", "L1", "L2"):
@@ -167,26 +182,33 @@ def _ablation(clf, X, R, pi_ot, phi_ot, res_ot, E_ot, seed, key, n_perm):
     return rows
 
 
-def oracle_dataset(grid: Grid, max_features: int = 12):
-    """The benchmark's data set: breast-cancer-10 when it ran, else the first with P <= ``max_features``."""
-    names = [d for d in grid.datasets if grid.datasets[d].n_features <= max_features]
+def benchmark_dataset(grid: Grid, max_features: int = 12):
+    """The small benchmark's data set (C3): breast-cancer-10 when it ran, else the first with P <= ``max_features``."""
+    names = oracle_datasets(grid, max_features)
     return "breast_cancer10" if "breast_cancer10" in names else (names[0] if names else None)
 
 
-def run_oracle(grid: Grid, dataset, n_rows: int, seed: int) -> pd.DataFrame:
+def oracle_datasets(grid: Grid, max_features: int = 12) -> list:
+    """The benchmark's data sets: every data set of the grid with P <= ``max_features`` (brute force per row)."""
+    return [d for d in grid.datasets if grid.datasets[d].n_features <= max_features]
+
+
+def run_oracle(grid: Grid, datasets, n_rows: int, seed: int) -> pd.DataFrame:
     """COLA's C* (greedy and sampled order) against the exact minimum sum_i k_i* on the first ``n_rows``
-    factual/counterfactual pairs of every (model, generator) cell of ``dataset`` (None: :func:`oracle_dataset`)."""
-    dataset = oracle_dataset(grid) if dataset is None else dataset
-    with limit_threads(1, blas=False):
-        rows = _oracle_rows(grid, dataset, n_rows, seed)
-    cols = ["dataset", "model", "generator", "n", "n_edits", "C_greedy", "C_sample", "C_oracle", "gap_greedy", "gap_sample"]
+    factual/counterfactual pairs of every (model, generator) cell of ``datasets`` (None: :func:`oracle_datasets`),
+    with the coupling, q and p-SHAP computed again on those rows (a small benchmark of its own)."""
+    datasets = oracle_datasets(grid) if datasets is None else ([datasets] if isinstance(datasets, str) else datasets)
+    with limit_threads(1):
+        rows = _oracle_rows(grid, datasets, n_rows, seed)
+    cols = ["dataset", "model", "generator", "n", "n_edits", "C_greedy", "C_sample", "C_oracle", "gap_greedy",
+            "gap_sample"]
     return pd.DataFrame(rows, columns=cols)
 
 
-def _oracle_rows(grid, dataset, n_rows, seed):
+def _oracle_rows(grid, datasets, n_rows, seed):
     rows = []
     for (d, m, g), (X, R) in grid.pairs.items():
-        if d != dataset:
+        if d not in datasets:
             continue
         X, R = X[:n_rows], R[:n_rows]
         clf = grid.models[d, m]
@@ -198,12 +220,12 @@ def _oracle_rows(grid, dataset, n_rows, seed):
         key = f"oracle/{d}/{m}/{g}"
         greedy = min_actions(clf.predict, X, q, y_star, action_order(phi, E, "greedy")).c_star
         sample = min_actions(clf.predict, X, q, y_star, action_order(phi, E, "sample", rng_for(seed, key))).c_star
-        oracle = int(oracle_min_edits(clf.predict, X, q, y_star).sum())
+        oracle = int(oracle_min_edits(clf.predict, X, q, y_star, linear=clf.linear()).sum())
         if min(greedy, sample) < oracle:
             raise AssertionError(f"{key}: COLA used fewer actions than the brute-force optimum ({greedy}, {sample} < {oracle})")
         rows.append({"dataset": d, "model": m, "generator": g, "n": len(X), "n_edits": int(E.sum()),
                      "C_greedy": greedy, "C_sample": sample, "C_oracle": oracle,
-                     "gap_greedy": greedy / oracle, "gap_sample": sample / oracle})
+                     "gap_greedy": greedy / oracle if oracle else 1.0, "gap_sample": sample / oracle if oracle else 1.0})
     return rows
 
 
@@ -224,7 +246,9 @@ def _done(grid: Grid) -> pd.DataFrame:
 
 
 def edit_reduction(grid: Grid) -> dict:
-    """C1: median C*/|E| of COLA (sampled order) over the cells of dense generators, and per data set."""
+    """C1: median C*/|E| of COLA (sampled order) over the cells of dense generators, and per data set; beside it the
+    medians of the greedy order, of COLA's ranking applied per row and of the exact per-row optimum (cells whose
+    optimum was found within the search budget)."""
     c = _done(grid)
     dense = c[c.generator.isin(DENSE_GENERATORS)]
     nun_bc = c[(c.generator == "nun") & (c.dataset == "breast_cancer10")]
@@ -232,6 +256,10 @@ def edit_reduction(grid: Grid) -> dict:
     return {
         "median_ratio_dense": med(dense.ratio_cola),
         "median_ratio_dense_greedy": med(dense.ratio_cola_greedy),
+        # the per-row optimum (exact, no global order) and COLA's ranking applied row by row, same cells
+        "median_ratio_dense_oracle": med(dense.ratio_oracle.dropna()),
+        "median_ratio_dense_perrow": med(dense.ratio_perrow[dense.ratio_oracle.notna()]),
+        "n_dense_oracle_cells": int(dense.ratio_oracle.notna().sum()),
         "median_ratio_nun_bc10": med(nun_bc.ratio_cola),
         "median_by_dataset": {d: med(g.ratio_cola) for d, g in dense.groupby("dataset", sort=False)},
         "n_dense_cells": int(len(dense)),

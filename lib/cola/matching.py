@@ -7,6 +7,9 @@ in Pi(a, b)), the identity (each factual with its own counterfactual, N = M) and
 """
 from __future__ import annotations
 
+import os
+import sys
+
 import numpy as np
 
 COUPLINGS = ("ot", "nn", "identity", "random")
@@ -14,9 +17,34 @@ COUPLING_LABELS = {"ot": "OT (EMD)", "nn": "NN (greedy, capacity)", "nn_free": "
                    "identity": "identity (ECT)", "random": "random"}
 
 
+_POT_BACKEND_SWITCHES = ("POT_BACKEND_DISABLE_PYTORCH", "POT_BACKEND_DISABLE_JAX", "POT_BACKEND_DISABLE_CUPY",
+                         "POT_BACKEND_DISABLE_TENSORFLOW")
+
+
+def _ot():
+    """POT, imported without its torch/JAX/CuPy/TensorFlow backends unless the process already has them.
+
+    Everything here is numpy; POT's documented ``POT_BACKEND_DISABLE_*`` switches keep ``import ot`` from
+    importing torch (about 2 s of a 25 s notebook). The switches are set only for the import and then removed,
+    so nothing else in the process sees them; where torch is already imported, POT keeps its torch backend.
+    """
+    if "ot" in sys.modules:
+        return sys.modules["ot"]
+    added = [k for k in _POT_BACKEND_SWITCHES if k not in os.environ
+             and not (k.endswith("PYTORCH") and "torch" in sys.modules)]
+    for k in added:
+        os.environ[k] = "1"
+    try:
+        import ot
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+    return ot
+
+
 def cost_matrix(X: np.ndarray, R: np.ndarray) -> np.ndarray:
     """C_ij = ||x_i - r_j||_2^2 (POT's ``ot.dist`` default)."""
-    import ot
+    ot = _ot()
 
     return ot.dist(np.asarray(X, dtype=float), np.asarray(R, dtype=float))
 
@@ -24,7 +52,7 @@ def cost_matrix(X: np.ndarray, R: np.ndarray) -> np.ndarray:
 def ot_coupling(X: np.ndarray, R: np.ndarray, reg: float = 0.0) -> np.ndarray:
     """The OT coupling with uniform marginals: exact ``ot.emd`` when ``reg == 0``, else ``ot.sinkhorn(reg)``
     (on the cost divided by its maximum, so ``reg`` is scale-free). Normalised to sum 1."""
-    import ot
+    ot = _ot()
 
     N, M = len(X), len(R)
     a, b = np.full(N, 1.0 / N), np.full(M, 1.0 / M)

@@ -9,6 +9,10 @@ y*_i = f(q_i). The reported ratio is C* / |E|.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import combinations
+from math import comb
+from typing import Optional
 
 import numpy as np
 
@@ -95,28 +99,111 @@ def min_actions(predict, X: np.ndarray, q: np.ndarray, y_star: np.ndarray, order
     return MinActions(int(c_star), curve, len(order))
 
 
-def oracle_min_edits(predict, X: np.ndarray, q: np.ndarray, y_star: np.ndarray) -> np.ndarray:
+@lru_cache(maxsize=256)
+def _subsets_of_size(e: int, k: int) -> np.ndarray:
+    """All C(e, k) subsets of size k of e items as a (C(e, k), e) boolean array."""
+    out = np.zeros((comb(e, k), e), dtype=bool)
+    for r, idx in enumerate(combinations(range(e), k)):
+        out[r, list(idx)] = True
+    return out
+
+
+def oracle_min_edits(predict, X: np.ndarray, q: np.ndarray, y_star: np.ndarray,
+                     max_states: Optional[int] = None, linear=None) -> np.ndarray:
     """Per row, the exact minimum number of edits (a subset of E_i moved to q_i) that gives f = y*_i.
 
-    Brute force over the 2^|E_i| subsets of each row (rows decouple once q is fixed); the sum over rows is
-    a lower bound on C* for any action order.
-    """
-    from .pshap import coalition_masks
+    Rows decouple once q is fixed, so the sum over rows is a lower bound on C* for any action order. Subsets are
+    tried by increasing size k = 0, 1, 2, ... (all rows of one size in one model call), so a row stops at its
+    first size that works. ``max_states``: at most this many states evaluated per row; a row that needs more
+    gets -1 (unknown). ``None``: no budget, but rows with more than 20 edits are refused.
 
+    ``linear=(w, b)``: the model predicts y = 1 iff w.z + b >= 0 (logistic regression at p = 0.5). Then the
+    minimum is exact by sorting: the k edits with the largest gains w_k (q_k - x_k) give the largest score any k
+    edits can give. The result is checked with ``predict`` (the first size it accepts, from there up).
+    """
     X, q = np.asarray(X, dtype=float), np.asarray(q, dtype=float)
-    best = np.empty(len(X), dtype=int)
+    y_star = np.asarray(y_star)
+    if linear is not None:
+        return _linear_min_edits(predict, X, q, y_star, *linear)
+    N = len(X)
+    edits = [np.flatnonzero(X[i] != q[i]) for i in range(N)]
+    if max_states is None and max(len(e) for e in edits) > 20:
+        raise ValueError(f"oracle_min_edits: a row has {max(len(e) for e in edits)} edits; brute force without "
+                         "max_states is limited to 20")
+    best = np.full(N, -1, dtype=int)
+    used = np.zeros(N, dtype=np.int64)
+    open_rows = list(range(N))
+    k = 0
+    while open_rows:
+        blocks, owners = [], []
+        still = []
+        for i in open_rows:
+            e = edits[i]
+            if k > len(e):
+                raise RuntimeError(f"oracle_min_edits: row {i} never reaches its target; is y_star = f(q)?")
+            n_k = comb(len(e), k)
+            if max_states is not None and used[i] + n_k > max_states:
+                continue  # over budget: unknown (-1)
+            used[i] += n_k
+            masks = _subsets_of_size(len(e), k)
+            Z = np.repeat(X[i][None, :], len(masks), axis=0)
+            Z[:, e] = np.where(masks, q[i, e][None, :], X[i, e][None, :])
+            blocks.append(Z)
+            owners.append(np.full(len(masks), i))
+            still.append(i)
+        if not blocks:
+            break
+        owner = np.concatenate(owners)
+        ok = np.asarray(predict(np.vstack(blocks))) == y_star[owner]
+        solved = set(np.unique(owner[ok]).tolist())
+        for i in solved:
+            best[i] = k
+        open_rows = [i for i in still if i not in solved]
+        k += 1
+    return best
+
+
+def _linear_min_edits(predict, X, q, y_star, w, b):
+    w = np.asarray(w, dtype=float).ravel()
+    N = len(X)
+    best = np.empty(N, dtype=int)
+    for i in range(N):
+        e = np.flatnonzero(X[i] != q[i])
+        sign = 1.0 if y_star[i] == 1 else -1.0
+        gain = sign * w[e] * (q[i, e] - X[i, e])
+        order = e[np.argsort(-gain, kind="stable")]
+        Z = np.repeat(X[i][None, :], len(order) + 1, axis=0)
+        for t in range(1, len(order) + 1):  # state t: the t largest gains applied
+            Z[t:, order[t - 1]] = q[i, order[t - 1]]
+        ok = np.flatnonzero(np.asarray(predict(Z)) == y_star[i])
+        if not len(ok):
+            raise RuntimeError(f"oracle_min_edits: row {i} never reaches its target; is y_star = f(q)?")
+        best[i] = int(ok[0])
+    return best
+
+
+def per_row_prefix(predict, X: np.ndarray, q: np.ndarray, y_star: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """Per row, the edits its *own* descending-|phi| order needs to reach y*_i (COLA's ranking without the one
+    global order): an upper bound on the row's optimum, a lower one for no order."""
+    X, q = np.asarray(X, dtype=float), np.asarray(q, dtype=float)
+    blocks, owners, steps = [], [], []
     for i in range(len(X)):
         e = np.flatnonzero(X[i] != q[i])
-        if len(e) > 20:
-            raise ValueError(f"oracle_min_edits: row {i} has {len(e)} edits; brute force is limited to 20")
-        masks = coalition_masks(len(e)) if len(e) else np.zeros((1, 0), dtype=bool)
-        Z = np.repeat(X[i][None, :], len(masks), axis=0)
-        Z[:, e] = np.where(masks, q[i, e][None, :], X[i, e][None, :])
-        ok = np.asarray(predict(Z)) == y_star[i]
-        sizes = masks.sum(1)
-        if not ok.any():
-            raise RuntimeError(f"oracle_min_edits: row {i} never reaches its target; is y_star = f(q)?")
-        best[i] = sizes[ok].min()
+        order = e[np.argsort(-np.abs(np.asarray(phi)[i, e]), kind="stable")]
+        Z = np.repeat(X[i][None, :], len(order) + 1, axis=0)
+        for t in range(1, len(order) + 1):
+            Z[t:, order[t - 1]] = q[i, order[t - 1]]
+        blocks.append(Z)
+        owners.append(np.full(len(Z), i))
+        steps.append(np.arange(len(Z)))
+    owner, step = np.concatenate(owners), np.concatenate(steps)
+    ok = np.asarray(predict(np.vstack(blocks))) == np.asarray(y_star)[owner]
+    best = np.full(len(X), -1, dtype=int)
+    for i in range(len(X)):
+        hit = step[(owner == i) & ok]
+        if not len(hit):
+            raise RuntimeError(f"per_row_prefix: row {i} never reaches its target; is y_star = f(q)?")
+        best[i] = int(hit.min())
     return best
 
 
