@@ -24,6 +24,7 @@ from lib.spanning_tree_map.trees import (
     laplacian,
     neighbour_lists,
     reroot,
+    sample_trees,
     tree_center,
     tree_edges,
     wilson_ust,
@@ -258,6 +259,37 @@ def test_reader_refuses_malformed_files(tmp_path):
         read_uai(bayes)
 
 
+def test_reader_messages_name_data_path_the_line_and_the_format(tmp_path):
+    import gzip
+
+    from lib.spanning_tree_map import LOADERS
+
+    src = DATA / "mixed_domains_3x3.uai"
+    gz = tmp_path / "m.uai.gz"
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    with pytest.raises(ValueError, match=r"parameter 'data_path'.*gzip-compressed: decompress it first"):
+        read_uai(gz)
+    comma = tmp_path / "comma.uai"
+    comma.write_text("\n".join(",".join(ln.split()) for ln in src.read_text().splitlines()))
+    with pytest.raises(ValueError, match=r"data_path.*line 3: tokens are separated by commas"):
+        read_uai(comma)
+    text = tmp_path / "text.uai"
+    text.write_text(src.read_text().replace("MARKOV\n9\n2 3", "MARKOV\n9\n2 abc", 1))
+    with pytest.raises(ValueError, match=r"line 3: expected an integer for the domain size of variable 1, found 'abc'"):
+        read_uai(text)
+    neg = tmp_path / "energies.uai"
+    neg.write_text("MARKOV\n1\n2\n1\n1 0\n\n2\n -0.5 0.5\n")
+    with pytest.raises(ValueError, match=r"line 8: factor 0 has a negative.*uai_values = 'energy'"):
+        read_uai(neg)
+    assert read_uai(neg, values="energy").unary[0].tolist() == [-0.5, 0.5]
+    assert len(LOADERS["data_path"](neg)) == 1  # the structural check accepts energies and potentials
+    folder = tmp_path / "packed"
+    folder.mkdir()
+    (folder / "a.uai.gz").write_bytes(gz.read_bytes())
+    with pytest.raises(ValueError, match=r"data_path.*no \.uai file \(found a\.uai\.gz: decompress them first\)"):
+        LOADERS["data_path"](folder)
+
+
 def test_fixtures_match_their_generator_and_regenerate_byte_for_byte(tmp_path):
     for name, mrf in fixture_models().items():
         back = read_uai(DATA / name)
@@ -266,6 +298,40 @@ def test_fixtures_match_their_generator_and_regenerate_byte_for_byte(tmp_path):
     digests = write_fixtures(tmp_path)
     for name in FILES:
         assert hashlib.sha256((DATA / name).read_bytes()).hexdigest() == digests[name], name
+
+
+def test_released_rule_returns_its_last_sample():
+    from lib.spanning_tree_map.spt import RELEASED_RULE
+
+    rng = np.random.default_rng(3)
+    mrf = grid_potts(4, 4, 3, 2.0, "mixed", rng)
+    trees = sample_trees(mrf, 5, np.random.default_rng(0))
+    rel = spt_map(mrf, n_iters=6, trees=trees, rng=np.random.default_rng(1), **RELEASED_RULE)
+    best = spt_map(mrf, n_iters=6, trees=trees, rng=np.random.default_rng(1),
+                   **{**RELEASED_RULE, "report": "best"})
+    assert rel.energy == pytest.approx(mrf.energy(rel.x)) and rel.energy == pytest.approx(rel.trace[-1])
+    assert best.energy <= rel.energy + 1e-12 and best.energy == pytest.approx(min(best.best_trace))
+    with pytest.raises(ValueError, match="report"):
+        spt_map(mrf, n_iters=2, trees=trees, report="last_sample")  # needs decode="sample"
+
+
+def test_instance_families_and_per_instance_table():
+    import pandas as pd
+
+    from lib.spanning_tree_map.experiments import family_comparison, instance_table, uai_family
+
+    assert uai_family("grid10x10.f10") == "grid10x10" and uai_family("pci_3") == "pci"
+    assert uai_family("ising_grid_6x6") == "ising_grid_6x6"
+    rows = [dict(group="g", family=f, instance=i, n=4, edges=4, avg_degree=2.0, ref="optimal (LP)", ref_energy=0.0,
+                 lp_bound=0.0, method=m, energy=e, gap=e)
+            for f, i, m, e in [("a", "a_1", "SPT", 1.0), ("a", "a_1", "LBP", 2.0), ("a", "a_2", "SPT", 3.0),
+                               ("a", "a_2", "LBP", 2.0), ("b", "b", "SPT", 0.0), ("b", "b", "LBP", 0.0)]]
+    df = pd.DataFrame(rows)
+    fam = family_comparison(df)
+    assert fam.loc["a", "instances"] == 2 and fam.loc["a", "SPT - LBP"] == pytest.approx(0.0)
+    assert fam.loc["a", "SPT <= LBP (share)"] == 0.5 and fam.loc["b", "SPT <= LBP (share)"] == 1.0
+    t = instance_table(df)
+    assert list(t.index) == ["a_1", "a_2", "b"] and t.loc["a_2", "SPT"] == 3.0 and t.loc["b", "nodes"] == 4
 
 
 # --- configuration ---------------------------------------------------------------------------------------------
@@ -289,7 +355,8 @@ def test_reference_energies_are_certified_optima_or_the_best_found():
 
     from lib.spanning_tree_map.experiments import solve_instance
 
-    cfg = SimpleNamespace(n_trees=6, n_iters=8, spt_damping=0.5, bp_iters=20, milp_time_limit=30.0, milp_gap_max=None)
+    cfg = SimpleNamespace(n_trees=6, n_iters=8, spt_damping=0.5, spt_beta=1.0, bp_iters=20, milp_time_limit=30.0,
+                          milp_gap_max=None)
     for idx, mrf in enumerate(_small_instances()):
         s = solve_instance(mrf, cfg, np.random.default_rng(idx))
         _, e = brute_force(mrf)

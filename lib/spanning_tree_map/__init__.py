@@ -7,12 +7,17 @@ figure), ``plots``, ``make_data`` (regenerates the .uai fixtures under ``data/sp
 """
 from __future__ import annotations
 
-from lib.common import check_choice, check_float, check_int, check_path, make_config
+from pathlib import Path
+
+from lib.common import check_choice, check_float, check_int, check_path, make_config, project_root
+from lib.common.userfiles import UserFileLoader
 
 from .baselines import icm, lbp_minsum, mean_field, trw
 from .exact import brute_force, lp_relaxation, map_milp
 from .experiments import (
     ALL_METHODS,
+    FILE_GROUP,
+    USER_GROUP,
     MAIN_METHODS,
     TREE_COUNTS,
     VARIANTS,
@@ -23,27 +28,36 @@ from .experiments import (
     density_slope,
     density_summary,
     er_density,
+    family_comparison,
     gap_table,
+    instance_table,
     grid_benchmark,
     pooled_ratio,
     tree_count_table,
+    uai_family,
     uai_pci,
     ust_picture,
     variant_table,
     win_table,
 )
 from .generators import er_potts, grid_potts, ising_grid, pci_like
-from .io import read_uai, read_uai_folder, write_uai
+from .io import UAI_EXPECTED, read_uai, read_uai_folder, write_uai
 from .model import PairwiseMRF
 from .spt import spt_map
 from .trees import effective_resistance, sample_trees, wilson_ust
 
 SLUG = "spanning_tree_map"
 
+# The user-file parameter (lib.common.userfiles contract): a .uai file or a folder of them.
+LOADERS = {
+    "data_path": UserFileLoader("data_path", "lib.spanning_tree_map.io:check_uai_data",
+                                fixture="data/spanning_tree_map/mixed_domains_3x3.uai", expected=UAI_EXPECTED),
+}
+
 SIZES = {
     "quick": {
         "grid_size": 8,  # 8 x 8 grids, K = 4 labels
-        "n_instances": 3,  # per (family, coupling) cell
+        "n_instances": 4,  # per (family, coupling) cell
         "milp_time_limit": 10.0,  # HiGHS seconds per gated MILP (a safety limit: gated instances take about 1 s)
         "milp_gap_max": 2.0,  # run the MILP only when best energy - LP bound <= this (None: always)
         "grid_families": ("attractive", "mixed"),
@@ -55,7 +69,7 @@ SIZES = {
         "er_kind": "mixed",
         "er_coupling": 3.0,
         "er_degrees": (2, 4, 7, 10),
-        "n_er": 3,
+        "n_er": 8,  # per target degree (C4's slope: 4 degrees x 8 instances)
         "ablation_instances": 2,  # per family, at the strongest coupling
         "ising_size": 10,
         "ising_sigmas": (1.0, 3.0),
@@ -102,7 +116,7 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ua
     n_trees, n_iters : SPT's number of sampled trees and outer iterations (the authors' defaults: 20 and 40).
     spt_damping : eta in SPT's node update u_i = theta_i + eta * mean min-marginal (min-sum variant).
     spt_beta : inverse temperature of the sum-product variants (the authors' code: 1).
-    grid_size, n_instances : None takes the mode's value (quick 8 and 3, full 10 and 6).
+    grid_size, n_instances : None takes the mode's value (quick 8 and 4, full 10 and 6).
     milp_time_limit : HiGHS seconds per MILP (None: 10 s quick, 20 s full). Quick mode solves the MILP only on
         instances whose LP gap is at most 2 (they close in about a second), so its references do not depend on the
         machine's speed; full mode tries every instance that the LP bound does not already certify.
@@ -115,6 +129,9 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ua
     check_int("grid_size", grid_size, lo=3, hi=60, allow_none=True)
     check_int("n_instances", n_instances, lo=1, hi=100, allow_none=True)
     check_float("milp_time_limit", milp_time_limit, lo=0.0, lo_open=True, allow_none=True)
+    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
+        in_root = project_root() / Path(data_path)  # a notebook runs in notebooks/: accept paths from the root too
+        data_path = str(in_root) if in_root.exists() else data_path
     data_path = check_path("data_path", data_path)
     if data_path is not None:
         read_uai_folder(data_path, values=uai_values)  # fail now, with the reader's message, if a file is malformed
@@ -126,10 +143,10 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ua
 
 
 __all__ = [
-    "SLUG", "SIZES", "config", "PairwiseMRF", "read_uai", "write_uai", "read_uai_folder", "grid_potts", "ising_grid",
+    "SLUG", "SIZES", "LOADERS", "config", "PairwiseMRF", "read_uai", "write_uai", "read_uai_folder", "grid_potts", "ising_grid",
     "er_potts", "pci_like", "effective_resistance", "wilson_ust", "sample_trees", "spt_map", "lbp_minsum", "trw", "icm",
     "mean_field", "map_milp", "lp_relaxation", "brute_force", "grid_benchmark", "gap_table", "win_table",
     "er_density", "density_summary", "density_slope", "uai_pci", "convergence", "convergence_table", "ablation",
     "tree_count_table", "variant_table", "ust_picture", "pooled_ratio", "cells_won", "MAIN_METHODS", "ALL_METHODS",
-    "TREE_COUNTS", "VARIANTS",
+    "TREE_COUNTS", "VARIANTS", "FILE_GROUP", "USER_GROUP", "instance_table", "family_comparison", "uai_family",
 ]

@@ -6,6 +6,7 @@ The energy gap of a method on an instance is E(x_method) - E_ref, where E_ref is
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,11 +20,13 @@ from .generators import er_potts, grid_potts, ising_grid, pci_like
 from .io import read_uai_folder
 from .model import PairwiseMRF
 from .result import SolveResult
-from .spt import spt_map
-from .trees import edge_appearance, edge_index, sample_trees, tree_edges
+from .spt import RELEASED_RULE, spt_map, spt_map_many
+from .trees import centered_trees, edge_appearance, edge_index, sample_trees, tree_edges
 
-# display order and the methods of the main comparison
-MAIN_METHODS = ("SPT", "LBP", "TRW", "LBP-undamped", "TRW-undamped", "MF", "ICM")
+# display order and the methods of the main comparison. "SPT-released": the rule the authors' released code runs
+# (sum-product, mean merge, no 1/rho_e, node factors replaced, the last sampled labelling returned), beside "SPT",
+# our reconstruction (min-sum, 1/rho_e, damped node update, best decoded energy); both on the same sampled trees
+MAIN_METHODS = ("SPT", "SPT-released", "LBP", "TRW", "LBP-undamped", "TRW-undamped", "MF", "ICM")
 ALL_METHODS = MAIN_METHODS + ("SPT-noRW",)
 TREE_COUNTS = (1, 2, 5, 10, 20)
 
@@ -32,37 +35,67 @@ def _sub_rng(rng: np.random.Generator) -> np.random.Generator:
     return np.random.default_rng(int(rng.integers(2**63)))
 
 
-def run_methods(mrf: PairwiseMRF, cfg, rng: np.random.Generator, methods=ALL_METHODS) -> dict[str, SolveResult]:
-    """Every method of ``methods`` on one instance. SPT and SPT-noRW share their trees (a paired comparison)."""
-    out: dict[str, SolveResult] = {}
-    need_trees = any(m.startswith("SPT") for m in methods)
-    rho = edge_appearance(mrf, rng) if need_trees or "TRW" in methods or "TRW-undamped" in methods else None
-    trees = sample_trees(mrf, cfg.n_trees, rng) if need_trees else None
-    spt_kw = dict(n_trees=cfg.n_trees, n_iters=cfg.n_iters, damping=cfg.spt_damping, trees=trees, rho=rho)
-    for m in methods:
-        if m == "SPT":
-            out[m] = spt_map(mrf, rng=rng, **spt_kw)
-        elif m == "SPT-noRW":
-            out[m] = spt_map(mrf, rng=rng, reweight=False, **spt_kw)
-        elif m == "LBP":
-            out[m] = lbp_minsum(mrf, iters=cfg.bp_iters, damping=0.5)
-        elif m == "LBP-undamped":  # the authors' main.cpp setting for OpenGM's BP: 40 iterations, damping 0
-            r = lbp_minsum(mrf, iters=40, damping=0.0)
-            r.method = m
-            out[m] = r
-        elif m == "TRW":
-            out[m] = trw(mrf, rho=rho, iters=cfg.bp_iters, damping=0.5)
-        elif m == "TRW-undamped":  # the authors' TRBP setting
-            r = trw(mrf, rho=rho, iters=40, damping=0.0)
-            r.method = m
-            out[m] = r
-        elif m == "MF":
-            out[m] = mean_field(mrf, iters=cfg.bp_iters, damping=0.5, beta=1.0)
-        elif m == "ICM":
-            out[m] = icm(mrf)
-        else:
-            raise ValueError(f"unknown method {m!r}")
+SPT_SETTINGS = {"SPT": {}, "SPT-noRW": dict(reweight=False), "SPT-released": RELEASED_RULE}
+
+
+def _batched_spt(mrfs, rngs, trees, rhos, cfg, method):
+    """One SPT-family method on several instances, batched per number of labels (:func:`spt.spt_map_many`)."""
+    kw = dict(n_trees=cfg.n_trees, n_iters=cfg.n_iters, damping=cfg.spt_damping, recenter=False,
+              **SPT_SETTINGS[method])
+    if method == "SPT-released":
+        kw.update(name=method, beta=cfg.spt_beta)
+    out = [None] * len(mrfs)
+    groups: dict[int, list[int]] = {}
+    for i, m in enumerate(mrfs):
+        groups.setdefault(int(m.Kmax), []).append(i)
+    for idx in groups.values():
+        res = spt_map_many([mrfs[i] for i in idx], rngs=[rngs[i] for i in idx], trees=[trees[i] for i in idx],
+                           rhos=[rhos[i] for i in idx], **kw)
+        for i, r in zip(idx, res):
+            out[i] = r
     return out
+
+
+def run_methods_many(mrfs: list[PairwiseMRF], cfg, rngs: list[np.random.Generator], methods=ALL_METHODS
+                     ) -> list[dict[str, SolveResult]]:
+    """Every method of ``methods`` on each instance; each instance's SPT variants share its sampled trees (a
+    paired comparison), and each SPT variant runs on all the instances at once (the same numbers as one by one)."""
+    need_trees = any(m.startswith("SPT") for m in methods)
+    need_rho = need_trees or "TRW" in methods or "TRW-undamped" in methods
+    rhos = [edge_appearance(m, r) if need_rho else None for m, r in zip(mrfs, rngs)]
+    trees = [centered_trees(sample_trees(m, cfg.n_trees, r)) if need_trees else None  # centred once, shared
+             for m, r in zip(mrfs, rngs)]
+    outs: list[dict[str, SolveResult]] = [{} for _ in mrfs]
+    for m in methods:
+        if m in SPT_SETTINGS:
+            for out, r in zip(outs, _batched_spt(mrfs, rngs, trees, rhos, cfg, m)):
+                out[m] = r
+            continue
+        for out, mrf, rho in zip(outs, mrfs, rhos):
+            if m == "LBP":
+                out[m] = lbp_minsum(mrf, iters=cfg.bp_iters, damping=0.5)
+            elif m == "LBP-undamped":  # the authors' main.cpp setting for OpenGM's BP: 40 iterations, damping 0
+                r = lbp_minsum(mrf, iters=40, damping=0.0)
+                r.method = m
+                out[m] = r
+            elif m == "TRW":
+                out[m] = trw(mrf, rho=rho, iters=cfg.bp_iters, damping=0.5)
+            elif m == "TRW-undamped":  # the authors' TRBP setting
+                r = trw(mrf, rho=rho, iters=40, damping=0.0)
+                r.method = m
+                out[m] = r
+            elif m == "MF":
+                out[m] = mean_field(mrf, iters=cfg.bp_iters, damping=0.5, beta=1.0)
+            elif m == "ICM":
+                out[m] = icm(mrf)
+            else:
+                raise ValueError(f"unknown method {m!r}")
+    return outs
+
+
+def run_methods(mrf: PairwiseMRF, cfg, rng: np.random.Generator, methods=ALL_METHODS) -> dict[str, SolveResult]:
+    """Every method of ``methods`` on one instance (:func:`run_methods_many` with one instance)."""
+    return run_methods_many([mrf], cfg, [rng], methods)[0]
 
 
 @dataclass
@@ -87,7 +120,14 @@ class Solved:
 
 
 def solve_instance(mrf: PairwiseMRF, cfg, rng: np.random.Generator, methods=ALL_METHODS, **tags) -> Solved:
-    """Run the methods, then find the reference energy with deterministic rules (same seed, same references):
+    """:func:`solve_many` on one instance."""
+    return solve_many([mrf], cfg, [rng], methods, [tags])[0]
+
+
+def solve_many(mrfs: list[PairwiseMRF], cfg, rngs: list[np.random.Generator], methods=ALL_METHODS,
+               tags: list[dict] | None = None) -> list[Solved]:
+    """Run the methods (:func:`run_methods_many`), then find each reference energy with deterministic rules (same
+    seed, same references):
 
     1. the LP relaxation (solved to the end) is a lower bound; if the best method attains it, that energy is optimal;
     2. else, if the LP gap (best energy - LP bound) is at most ``cfg.milp_gap_max`` (None: always), the MILP is solved
@@ -96,7 +136,12 @@ def solve_instance(mrf: PairwiseMRF, cfg, rng: np.random.Generator, methods=ALL_
     Only step 2's time limit can make a reference depend on the machine's speed; quick mode gates the MILP to
     instances with a small LP gap, which HiGHS closes well within the limit.
     """
-    res = run_methods(mrf, cfg, rng, methods)
+    tags = tags if tags is not None else [{} for _ in mrfs]
+    return [_reference(mrf, cfg, res, tg) for mrf, res, tg in zip(mrfs, run_methods_many(mrfs, cfg, rngs, methods),
+                                                                  tags)]
+
+
+def _reference(mrf: PairwiseMRF, cfg, res: dict, tags: dict) -> Solved:
     best = min(r.energy for r in res.values())
     lb = lp_relaxation(mrf, time_limit=600.0)
     tol = 1e-6 * max(1.0, abs(best))
@@ -131,10 +176,13 @@ def grid_benchmark(cfg) -> GridBench:
     solved = []
     cells = [(k, c) for k in cfg.grid_families for c in cfg.couplings]
     for kind, c in progress(cells, desc="grids"):
-        for i in range(cfg.n_instances):
+        mrfs, rngs = [], []
+        for i in range(cfg.n_instances):  # the same draws, in the same order, as solving them one by one
             mrf = grid_potts(cfg.grid_size, cfg.grid_size, cfg.n_labels, c, kind, rng)
             mrf.name = f"{mrf.name}-{i}"
-            solved.append(solve_instance(mrf, cfg, _sub_rng(rng), family=kind, coupling=c))
+            mrfs.append(mrf)
+            rngs.append(_sub_rng(rng))
+        solved += solve_many(mrfs, cfg, rngs, tags=[dict(family=kind, coupling=c)] * len(mrfs))
     return GridBench(_table(solved), solved)
 
 
@@ -163,10 +211,13 @@ def er_density(cfg) -> pd.DataFrame:
     rng = cfg.rng("er")
     solved = []
     for d in progress(cfg.er_degrees, desc="ER"):
+        mrfs, rngs = [], []
         for i in range(cfg.n_er):
             mrf = er_potts(cfg.er_n, d, cfg.er_labels, cfg.er_coupling, cfg.er_kind, rng)
             mrf.name = f"{mrf.name}-{i}"
-            solved.append(solve_instance(mrf, cfg, _sub_rng(rng), methods=MAIN_METHODS, target_degree=float(d)))
+            mrfs.append(mrf)
+            rngs.append(_sub_rng(rng))
+        solved += solve_many(mrfs, cfg, rngs, methods=MAIN_METHODS, tags=[dict(target_degree=float(d))] * len(mrfs))
     return _table(solved)
 
 
@@ -204,10 +255,44 @@ def uai_pci(cfg) -> pd.DataFrame:
             jobs.append((m, f"PCI-like, {n} cells"))
     folder = cfg.data_path if cfg.data_path is not None else data_dir("spanning_tree_map")
     for m in read_uai_folder(folder, values=cfg.uai_values):
-        jobs.append((m, ".uai files" if cfg.data_path is None else "your .uai files"))
-    solved = [solve_instance(m, cfg, _sub_rng(rng), methods=MAIN_METHODS, group=g)
-              for m, g in progress(jobs, desc="UAI/PCI")]
-    return _table(solved)
+        jobs.append((m, USER_GROUP if cfg.data_path is not None else FILE_GROUP))
+    rngs = [_sub_rng(rng) for _ in jobs]
+    tags = [dict(group=g, family=uai_family(m.name) if g in (USER_GROUP, FILE_GROUP) else g) for m, g in jobs]
+    return _table(solve_many([m for m, _ in jobs], cfg, rngs, methods=MAIN_METHODS, tags=tags))
+
+
+FILE_GROUP, USER_GROUP = ".uai files", "your .uai files"
+
+
+def uai_family(name: str) -> str:
+    """The instance family of a .uai file: its name up to the first '.', without a trailing '-<k>' or '_<k>' instance
+    number (``grid10x10.f5`` and ``grid10x10.f10`` are family ``grid10x10``; ``pci_3`` is ``pci``)."""
+    base = str(name).split(".")[0]
+    return re.sub(r"[-_]\d+$", "", base) or base
+
+
+def instance_table(df: pd.DataFrame, group: str | None = None, methods=MAIN_METHODS) -> pd.DataFrame:
+    """One row per instance (of ``group``, default all): size, mean degree, reference, LP bound and each method's
+    energy (not the gap: the energies are what a user compares against other solvers' outputs)."""
+    d = df if group is None else df[df.group == group]
+    e = d.pivot_table(index="instance", columns="method", values="energy", aggfunc="first")
+    e = e[[m for m in methods if m in e.columns]]
+    info = d.groupby("instance").agg(family=("family", "first"), nodes=("n", "first"), edges=("edges", "first"),
+                                     mean_degree=("avg_degree", "first"), reference=("ref", "first"),
+                                     E_ref=("ref_energy", "first"), LP_bound=("lp_bound", "first"))
+    return info.join(e).loc[list(dict.fromkeys(d.instance))]
+
+
+def family_comparison(df: pd.DataFrame, group: str | None = None, a: str = "SPT", b: str = "LBP") -> pd.DataFrame:
+    """Per instance family (of ``group``): instances, mean gaps of a and b, their difference a - b (< 0: a better)
+    and the share of instances where a's energy <= b's."""
+    d = df if group is None else df[df.group == group]
+    g = d.pivot_table(index=["family", "instance"], columns="method", values="gap", aggfunc="first")
+    out = pd.DataFrame({"instances": g.groupby(level=0).size(), f"{a} gap": g[a].groupby(level=0).mean(),
+                        f"{b} gap": g[b].groupby(level=0).mean()})
+    out[f"{a} - {b}"] = out[f"{a} gap"] - out[f"{b} gap"]
+    out[f"{a} <= {b} (share)"] = (g[a] <= g[b] + 1e-9).groupby(level=0).mean()
+    return out.loc[list(dict.fromkeys(d.family))]
 
 
 # --- Figure 4: energy against iterations and time ---------------------------------------------------------------
@@ -239,8 +324,9 @@ VARIANTS = {
     "SPT-noRW (min-sum)": dict(mode="minsum", reweight=False),
     "sum-product, mean merge, 1/rho": dict(mode="sumprod", merge="mean", reweight=True),
     "sum-product, product merge, 1/rho": dict(mode="sumprod", merge="product", reweight=True),
-    "released code (sum-product, mean, no 1/rho)": dict(mode="sumprod", merge="mean", reweight=False),
+    "released rule, best energy (sum-product, mean, no 1/rho)": dict(mode="sumprod", merge="mean", reweight=False),
     "SPT + sampled decoding": dict(mode="minsum", reweight=True, decode="sample"),
+    "released rule as released (last sample)": dict(RELEASED_RULE),
 }
 
 
@@ -259,25 +345,30 @@ def ablation(cfg, gb: GridBench) -> Ablation:
         inst += [s for s in gb.solved if s.tags["coupling"] == cmax and s.tags["family"] == f][:cfg.ablation_instances]
     rng = cfg.rng("ablation")
     t_rows, v_rows, traces = [], [], {}
-    for s in progress(inst, desc="ablation"):
-        mrf = s.mrf
+    mrfs, rngs, rhos, pools = [], [], [], []
+    for s in inst:  # the same draws, in the same order, as one instance at a time
         r = _sub_rng(rng)
-        rho = edge_appearance(mrf, r)
-        pool = sample_trees(mrf, max(TREE_COUNTS), r)
-        pool = pool + sample_trees(mrf, max(0, cfg.n_trees - len(pool)), r)
-        res_v = {name: spt_map(mrf, n_trees=cfg.n_trees, n_iters=cfg.n_iters, damping=cfg.spt_damping,
-                               beta=cfg.spt_beta, trees=pool[:cfg.n_trees], rho=rho, rng=r, **kw)
-                 for name, kw in VARIANTS.items()}
-        first = next(iter(VARIANTS))  # the default SPT: reuse it for T = n_trees
-        res_t = {T: res_v[first] if T == cfg.n_trees else
-                 spt_map(mrf, n_trees=T, n_iters=cfg.n_iters, damping=cfg.spt_damping, trees=pool[:T], rho=rho, rng=r)
-                 for T in TREE_COUNTS}
-        ref = min([s.ref_energy] + [x.energy for x in res_t.values()] + [x.energy for x in res_v.values()])
+        rho = edge_appearance(s.mrf, r)
+        pool = sample_trees(s.mrf, max(TREE_COUNTS), r)
+        pools.append(centered_trees(pool + sample_trees(s.mrf, max(0, cfg.n_trees - len(pool)), r)))
+        mrfs.append(s.mrf)
+        rngs.append(r)
+        rhos.append(rho)
+    base = dict(n_iters=cfg.n_iters, damping=cfg.spt_damping, rngs=rngs, rhos=rhos, recenter=False)
+    res_v = {name: spt_map_many(mrfs, n_trees=cfg.n_trees, beta=cfg.spt_beta, trees=[p[:cfg.n_trees] for p in pools],
+                                **base, **kw)
+             for name, kw in progress(VARIANTS.items(), desc="ablation")}
+    first = next(iter(VARIANTS))  # the default SPT: reuse it for T = n_trees
+    res_t = {T: res_v[first] if T == cfg.n_trees else spt_map_many(mrfs, n_trees=T, trees=[p[:T] for p in pools], **base)
+             for T in TREE_COUNTS}
+    for k, s in enumerate(inst):
+        mrf = s.mrf
+        ref = min([s.ref_energy] + [x[k].energy for x in res_t.values()] + [x[k].energy for x in res_v.values()])
         for T, x in res_t.items():
-            t_rows.append(dict(family=s.tags["family"], instance=mrf.name, trees=T, gap=x.energy - ref))
+            t_rows.append(dict(family=s.tags["family"], instance=mrf.name, trees=T, gap=x[k].energy - ref))
         for name, x in res_v.items():
-            v_rows.append(dict(family=s.tags["family"], instance=mrf.name, variant=name, gap=x.energy - ref))
-            traces.setdefault(name, []).append(x.best_trace - ref)
+            v_rows.append(dict(family=s.tags["family"], instance=mrf.name, variant=name, gap=x[k].energy - ref))
+            traces.setdefault(name, []).append(x[k].best_trace - ref)
     its = {k: np.array(v) for k, v in traces.items()}
     return Ablation(pd.DataFrame(t_rows), pd.DataFrame(v_rows), its)
 

@@ -125,6 +125,16 @@ def sample_trees(mrf: PairwiseMRF, n_trees: int, rng: np.random.Generator) -> li
     return [wilson_ust(nbrs, rng) for _ in range(n_trees)]
 
 
+def centered_trees(trees: list[np.ndarray]) -> list[np.ndarray]:
+    """The trees rerooted at their centres, as :class:`Forest` would (pass them with ``recenter=False``): done once
+    when several solvers share the same sampled trees."""
+    out = []
+    for p in trees:
+        p = np.asarray(p, dtype=np.int64)
+        out.append(reroot(p, tree_center(p)) if len(p) > 2 and int((p < 0).sum()) == 1 else p)
+    return out
+
+
 def tree_edges(parent: np.ndarray) -> np.ndarray:
     """(n - 1, 2) edges (child, parent) of a parent array."""
     c = np.flatnonzero(parent >= 0)
@@ -152,11 +162,14 @@ def edge_index(mrf: PairwiseMRF):
 def _softmin(a: np.ndarray, axis: int, beta: float) -> np.ndarray:
     """-1/beta log sum exp(-beta a) along ``axis`` (a stable, low-overhead logsumexp)."""
     m = a.min(axis=axis, keepdims=True)
+    finite = np.isfinite(m)
+    if finite.all():  # the common case: no fully forbidden state, no masking needed
+        return np.squeeze(m - np.log(np.exp(-beta * (a - m)).sum(axis=axis, keepdims=True)) / beta, axis=axis)
     with np.errstate(invalid="ignore"):
         z = np.exp(-beta * (a - m))
-    z = np.where(np.isfinite(m), z, 0.0)
+    z = np.where(finite, z, 0.0)
     out = m - np.log(z.sum(axis=axis, keepdims=True)) / beta
-    return np.squeeze(np.where(np.isfinite(m), out, m), axis=axis)
+    return np.squeeze(np.where(finite, out, m), axis=axis)
 
 
 def reroot(parent: np.ndarray, new_root: int) -> np.ndarray:
@@ -247,26 +260,9 @@ class Forest:
         """
         T, n, K = self.T, self.n, self.mrf.Kmax
         U = np.broadcast_to(unary, (T, n, K)).reshape(T * n, K)
-        if kind == "min":
-            red = lambda a, ax: a.min(axis=ax)  # noqa: E731
-        elif kind == "soft":
-            red = lambda a, ax: _softmin(a, ax, beta)  # noqa: E731
-        else:
-            raise ValueError(f"parameter 'kind' got {kind!r}; allowed: 'min', 'soft'")
-        inbox = np.zeros((T * n, K))
-        up = np.zeros((T * n, K))
-        par = self.parent
-        for idx in reversed(self.levels):
-            h = U[idx] + inbox[idx]
-            msg = red(h[:, :, None] + self.W[idx], 1)
-            up[idx] = msg
-            np.add.at(inbox, par[idx], msg)
-        down = np.zeros((T * n, K))
-        for idx in self.levels:
-            p = par[idx]
-            hp = U[p] + inbox[p] + down[p] - up[idx]
-            down[idx] = red(hp[:, None, :] + self.W[idx], 2)
-        return (U + inbox + down).reshape(T, n, K)
+        if getattr(self, "_plan_cache", None) is None:
+            self._plan_cache = _plan(self.levels, self.parent, self.W)
+        return _two_pass(self._plan_cache, U, kind, beta).reshape(T, n, K)
 
     def tree_energy(self, unary: np.ndarray, x: np.ndarray) -> np.ndarray:
         """Energy of labelling x in every tree (unary + its reweighted tree edges): (T,)."""
@@ -277,6 +273,79 @@ class Forest:
         xc, xp = x[child % n], x[self.parent[child] % n]
         pe = self.W[child, xc, xp]
         return e + np.bincount(child // n, weights=pe, minlength=T)
+
+
+def _plan(levels, par: np.ndarray, W: np.ndarray) -> list:
+    """Per level, what does not depend on the node terms: the level's nodes, their parents, their tables, and the
+    parents as distinct ids with each child's position among them (for per-parent sums)."""
+    plan = []
+    for idx in levels:
+        p = par[idx]
+        uniq, inv = np.unique(p, return_inverse=True)
+        plan.append((idx, p, W[idx], uniq, inv.ravel()))
+    return plan
+
+
+def _two_pass(plan: list, U: np.ndarray, kind: str, beta: float) -> np.ndarray:
+    """The exact upward and downward passes over flattened forests: (rows, K) node terms in, (soft-)min-marginals
+    out. Rows are independent except through their parent pointers, so a union of forests gives each forest's
+    own numbers."""
+    if kind == "min":
+        red = lambda a, ax: a.min(axis=ax)  # noqa: E731
+    elif kind == "soft":
+        red = lambda a, ax: _softmin(a, ax, beta)  # noqa: E731
+    else:
+        raise ValueError(f"parameter 'kind' got {kind!r}; allowed: 'min', 'soft'")
+    rows, K = U.shape
+    inbox = np.zeros((rows, K))
+    up = np.zeros((rows, K))
+    for idx, _, Wl, uniq, inv in reversed(plan):
+        h = U[idx] + inbox[idx]
+        msg = red(h[:, :, None] + Wl, 1)
+        up[idx] = msg
+        # every child of a parent sits in this level, so the parent's inbox is still 0: sum its children in level
+        # order (bincount adds sequentially from 0, as np.add.at would, so the sums are the same to the bit)
+        for k in range(K):
+            inbox[uniq, k] = np.bincount(inv, weights=msg[:, k], minlength=len(uniq))
+    down = np.zeros((rows, K))
+    for idx, p, Wl, _, _ in plan:
+        hp = U[p] + inbox[p] + down[p] - up[idx]
+        down[idx] = red(hp[:, None, :] + Wl, 2)
+    return U + inbox + down
+
+
+class ForestUnion:
+    """Several :class:`Forest` objects (of different MRFs with the same number of labels) as one: the same
+    levels, parents and tables with row offsets, so one batched pass serves them all."""
+
+    def __init__(self, forests: list[Forest]):
+        if not forests:
+            raise ValueError("ForestUnion needs at least one forest")
+        K = {f.mrf.Kmax for f in forests}
+        if len(K) != 1:
+            raise ValueError(f"ForestUnion: the forests have different label counts {sorted(K)}")
+        self.forests, self.K = list(forests), K.pop()
+        sizes = [f.T * f.n for f in forests]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)])
+        if len(forests) == 1:
+            f = forests[0]
+            self.parent, self.W, self.levels = f.parent, f.W, f.levels
+            self.plan = _plan(self.levels, self.parent, self.W)
+            return
+        self.parent = np.concatenate([np.where(f.parent >= 0, f.parent + o, -1)
+                                      for f, o in zip(forests, self.offsets)])
+        self.W = np.concatenate([f.W for f in forests])
+        depth = max(len(f.levels) for f in forests)
+        self.levels = [np.concatenate([f.levels[d] + o for f, o in zip(forests, self.offsets) if d < len(f.levels)])
+                       for d in range(depth)]
+        self.plan = _plan(self.levels, self.parent, self.W)
+
+    def marginals(self, unaries: list[np.ndarray], kind: str = "min", beta: float = 1.0) -> list[np.ndarray]:
+        """:meth:`Forest.marginals` of every forest, with node terms ``unaries[i]`` ((n_i, K) each)."""
+        U = np.concatenate([np.broadcast_to(u, (f.T, f.n, self.K)).reshape(f.T * f.n, self.K)
+                            for u, f in zip(unaries, self.forests)])
+        M = _two_pass(self.plan, U, kind, beta)
+        return [M[a:b].reshape(f.T, f.n, self.K) for a, b, f in zip(self.offsets[:-1], self.offsets[1:], self.forests)]
 
 
 def edge_appearance(mrf: PairwiseMRF, rng: np.random.Generator | None = None, exact_max_n: int = 3000,
