@@ -7,8 +7,8 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLoca
 import pandas as pd
 import seaborn as sns
 
-SUBSET_COLUMNS = [("acc_train_forget", "D_f (train)"), ("acc_val_adjacent", "D_r^adj (val)"),
-                  ("acc_val_remote", "D_r^rem (val)")]
+SUBSET_COLUMNS = [("acc_train_forget", r"$D_f$ (train)"), ("acc_val_adjacent", r"$D_r^{adj}$ (val)"),
+                  ("acc_val_remote", r"$D_r^{rem}$ (val)")]
 UNLEARNERS = ["FT", "GA", "l1-sparse", "SCRUB", "NegGrad+", "stage-1 only", "ours (no W2)", "ours"]
 
 
@@ -33,6 +33,9 @@ def plot_three_bars(summary: pd.DataFrame, trials: pd.DataFrame, target: float, 
     for k, (col, label) in enumerate(SUBSET_COLUMNS):
         vals = summary.loc[methods, col].to_numpy()
         ax.bar(x + (k - 1) * w, vals, w, color=cols[k], label=label)
+        for xi, v in zip(x + (k - 1) * w, vals):  # a bar at 0% is invisible: mark it
+            if v < 0.5:
+                ax.text(xi, 1.0, "0", ha="center", va="bottom", fontsize=7, color=cols[k], fontweight="bold")
         ax.hlines(summary.loc["retrain", col], x[0] - 0.5, x[-1] + 0.5, colors=[cols[k]], linestyles="--", lw=1)
     for i, m in enumerate(methods):
         if m != "original" and summary.loc[m, "matched"] < 1:
@@ -46,11 +49,12 @@ def plot_three_bars(summary: pd.DataFrame, trials: pd.DataFrame, target: float, 
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=3, frameon=False)
     pal = dict(zip(UNLEARNERS, sns.color_palette("tab10", len(UNLEARNERS))))
     for m, grp in trials[trials["seed"] == trials["seed"].min()].groupby("method", sort=False):
-        bx.plot(grp["acc_train_forget"], grp["acc_val_adjacent"], "-o", ms=3.5, lw=0.8, color=pal[m], label=m)
+        # grid points are separate settings, not a path: markers only (a line through them zig-zags)
+        bx.plot(grp["acc_train_forget"], grp["acc_val_adjacent"], "o", ms=4, alpha=0.8, color=pal[m], label=m)
         ch = grp[grp["chosen"]]
         bx.plot(ch["acc_train_forget"], ch["acc_val_adjacent"], "*", ms=13, color=pal[m], mec="k", mew=0.6)
     bx.axvspan(-2, target, color="0.85", alpha=0.6, lw=0)
-    bx.text(target + 1, 4, "matched forgetting:\nD_f <= retrain + 5 pp", fontsize=7, color="0.3")
+    bx.text(target + 1, 4, "matched forgetting:\n$D_f \\leq$ retrain + 5 pp", fontsize=7, color="0.3")
     bx.set_xlim(-2, 102)
     bx.set_ylim(-2, 104)
     bx.set_xlabel(r"$D_f$ train accuracy (%)  (lower = more forgetting)")
