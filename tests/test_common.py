@@ -339,3 +339,22 @@ def test_limit_threads_caps_and_restores_blas_and_torch():
     torch.set_num_threads(before_torch)
     with pytest.raises(ValueError, match="integer >= 1"):
         limit_threads(0)
+
+
+def test_plain_log_labels_use_1_2_5_steps_on_short_ranges():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lib.common import plain_log_labels
+
+    fig, ax = plt.subplots()
+    ax.loglog([0.1, 1.0], [1.0, 1e6])
+    plain_log_labels(ax)
+    fig.canvas.draw()
+    xt = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    yt = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert "0.2" in xt and "0.5" in xt  # 1 decade: 1-2-5 steps, plain text
+    assert "1000" in yt and "2000" not in yt  # 6 decades: powers of ten only
+    plt.close(fig)

@@ -152,3 +152,26 @@ def test_folder_variants_replace_one_file(tmp_path, monkeypatch):
         assert (path / "b.txt").read_text() == "1 2 3\n"  # only the largest file changed
         with pytest.raises(ValueError, match="data_path"):
             loader(path)
+
+
+def test_read_pickle_round_trips_numpy_dicts_and_refuses_foreign_pickles(tmp_path):
+    import pickle
+
+    import numpy as np
+
+    from lib.common.userfiles import read_pickle, write_pickles
+
+    digests = write_pickles(tmp_path / "f", {"ok": {b"data": np.arange(6, dtype=np.uint8).reshape(2, 3),
+                                                    b"labels": [1, 2]}})
+    assert set(digests) == {"ok"} and len(digests["ok"]) == 64
+    d = read_pickle("data_path", tmp_path / "f" / "ok", expected="a dict")
+    assert d[b"labels"] == [1, 2] and d[b"data"].dtype == np.uint8 and d[b"data"].shape == (2, 3)
+    (tmp_path / "evil").write_bytes(pickle.dumps({"f": print}, protocol=2))
+    with pytest.raises(UserFileError, match="data_path.*foreign pickle"):
+        read_pickle("data_path", tmp_path / "evil", expected="a dict")
+    (tmp_path / "list").write_bytes(pickle.dumps([1, 2], protocol=2))
+    with pytest.raises(UserFileError, match="not a dict"):
+        read_pickle("data_path", tmp_path / "list", expected="a dict")
+    (tmp_path / "text").write_text("a,b\n1,2\n")
+    with pytest.raises(UserFileError, match="not a pickle"):
+        read_pickle("data_path", tmp_path / "text", expected="a dict")

@@ -3,26 +3,14 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator
 
 from lib.common import heavy_tails as H
+from lib.common.figures import plain_log_labels as log_labels
 
 from .experiments import LABELS
 
-_PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
 _VAR = {"refined": ("C0", "o"), "old": ("C3", "s"), "sgd": ("0.45", "^")}
 _K = {1: "C1", 16: "C2", 64: "C0", 256: "C4"}
-
-
-def log_labels(ax, x=True, y=True):
-    """Plain-text labels on log axes (cheap to draw): 1-2-5 steps on a short range, powers of ten otherwise."""
-    box = ax.dataLim
-    for on, axis, (lo, hi) in ((x, ax.xaxis, box.intervalx), (y, ax.yaxis, box.intervaly)):
-        if on:
-            decades = np.log10(hi / lo) if lo > 0 and hi > 0 else 10.0
-            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
-            axis.set_major_formatter(_PLAIN)
-            axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
 def _legend_top(fig, axes, ncol, title, rect_top=0.86):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator
 
 from lib.common import heavy_tails as H
+from lib.common.figures import plain_log_labels as log_labels
 
 from .solver import rate_exponent
 
@@ -17,21 +17,6 @@ _STYLE = {  # (output or method) -> colour, line style
 
 def _style(clip: bool, output: str):
     return _STYLE[("clip" if clip else "sgd", output)]
-
-
-_PLAIN = FuncFormatter(lambda v, _: f"{v:g}")
-
-
-def log_labels(ax, x=True, y=True):
-    """Plain-text labels ("0.04", "1e+03") on log axes, much cheaper to draw than mathtext: at 1-2-5 steps on a short
-    range (<= 2.5 decades of data), at powers of ten otherwise."""
-    box = ax.dataLim
-    for on, axis, (lo, hi) in ((x, ax.xaxis, box.intervalx), (y, ax.yaxis, box.intervaly)):
-        if on:
-            decades = np.log10(hi / lo) if lo > 0 and hi > 0 else 10.0
-            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)))
-            axis.set_major_formatter(_PLAIN)
-            axis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
 
 
 def fig_last_vs_average(curves, title: str, letter: str = ""):

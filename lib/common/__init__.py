@@ -51,7 +51,7 @@ _quiet_kernel_shutdown()
 from .claims import ClaimsLedger, ClaimsNotReproduced  # noqa: E402
 from .config import MODES, RunConfig, make_config  # noqa: E402
 from .devices import resolve_device  # noqa: E402
-from .figures import save_figure, set_style  # noqa: E402
+from .figures import plain_log_labels, save_figure, set_style  # noqa: E402
 from .params import (  # noqa: E402
     check_bool,
     check_choice,
@@ -98,6 +98,7 @@ __all__ = [
     "resolve_out_dir",
     "rng_for",
     "save_figure",
+    "plain_log_labels",
     "seed_everything",
     "set_style",
     "stdlib_corpus",

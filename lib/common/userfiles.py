@@ -314,6 +314,79 @@ def read_csv_frame(parameter: str, path, *, expected: str, required: Sequence[st
     return frame
 
 
+# --- pickled numpy dicts (the python versions of CIFAR-10/100 and their kin) ------------------------------------
+_PICKLE_GLOBALS = {("_codecs", "encode"), ("numpy", "ndarray"), ("numpy", "dtype"),
+                   ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                   ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar")}
+
+
+def _numpy_pickle_global(module: str, name: str):
+    if module == "_codecs":
+        import codecs
+        return getattr(codecs, name)
+    import numpy as np
+    if module == "numpy":
+        return getattr(np, name)
+    try:  # numpy >= 2 pickles name numpy._core, older ones numpy.core: either resolves here
+        from numpy._core import multiarray
+    except ImportError:  # numpy < 2
+        from numpy.core import multiarray
+    return getattr(multiarray, name)
+
+
+def read_pickle(parameter: str, path, *, expected: str, unpack_hint: str = "decompress it first") -> dict:
+    """The dict in a pickle of numpy arrays, lists, strings and numbers, or a :class:`UserFileError`.
+
+    Only numpy's array/dtype/scalar rebuilders (and ``_codecs.encode``) may be named by the pickle: any other
+    global is refused as a foreign pickle, since unpickling it could run code. ``unpack_hint`` says what to do with
+    a compressed file (e.g. "unpack the CIFAR-10 archive first (tar xzf cifar-10-python.tar.gz)").
+    """
+    import io
+    import pickle
+
+    class _Restricted(pickle.Unpickler):
+        def find_class(self, module, name):
+            if (module, name) not in _PICKLE_GLOBALS:
+                raise pickle.UnpicklingError(f"refers to {module}.{name}, which a numpy data pickle never needs")
+            return _numpy_pickle_global(module, name)
+
+    p = check_file(parameter, path, expected=expected)
+    kind = sniff(p)
+    if kind == "empty":
+        raise UserFileError(parameter, p, "the file is empty", expected=expected)
+    if kind not in ("binary", "text"):
+        raise UserFileError(parameter, p, f"the file is {kind}: {unpack_hint}", expected=expected)
+    raw = p.read_bytes()
+    if raw[:1] != b"\x80":
+        raise UserFileError(parameter, p, f"not a pickle (it starts with {raw[:8]!r}; a pickle of protocol >= 2 "
+                            "starts with 0x80)", expected=expected)
+    try:
+        obj = _Restricted(io.BytesIO(raw), encoding="bytes").load()
+    except Exception as exc:  # noqa: BLE001 - any failure of a damaged pickle becomes the user's message
+        raise UserFileError(parameter, p, f"a damaged or foreign pickle ({type(exc).__name__}: {str(exc)[:120]})",
+                            expected=expected) from None
+    if not isinstance(obj, dict):
+        raise UserFileError(parameter, p, f"holds a {type(obj).__name__}, not a dict", expected=expected)
+    return obj
+
+
+def write_pickles(folder, payloads: Mapping[str, Any]) -> dict:
+    """Write each payload as ``folder/<name>`` (pickle protocol 2, as CIFAR's python version); returns name -> sha256.
+
+    For the seeded fixtures of pickle-format readers (their ``make_data`` scripts)."""
+    import hashlib
+    import pickle
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, obj in payloads.items():
+        data = pickle.dumps(obj, protocol=2)
+        (folder / name).write_bytes(data)
+        out[name] = hashlib.sha256(data).hexdigest()
+    return out
+
+
 # --- the loader declarations and the malformed-file set -------------------------------------------------------
 @dataclass(frozen=True)
 class UserFileLoader:

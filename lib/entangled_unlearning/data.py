@@ -12,7 +12,6 @@ sub-classes of that super-class (same label, shared features: the entanglement),
 from __future__ import annotations
 
 import itertools
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -207,20 +206,6 @@ CIFAR_EXPECTED = ("the python version of CIFAR-100: a folder 'cifar-100-python' 
 CIFAR_FILES = ("train", "test")
 
 
-class _SafeUnpickler(pickle.Unpickler):
-    """Rebuilds dicts, lists, strings, numbers and NumPy arrays only; any other global is refused (a CIFAR pickle
-    needs nothing else, and a foreign pickle could run code)."""
-
-    _ALLOWED = {("_codecs", "encode"), ("numpy.core.multiarray", "_reconstruct"),
-                ("numpy._core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
-                ("numpy._core.multiarray", "scalar")}
-
-    def find_class(self, module, name):
-        if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"refers to {module}.{name}, which a CIFAR-100 pickle never needs")
-        return super().find_class(module, name)
-
-
 def _find_cifar_folder(path, parameter: str = "data_path") -> Path:
     """The folder holding 'train' and 'test': ``path`` itself or its 'cifar-100-python' sub-folder."""
     from lib.common.userfiles import check_folder
@@ -233,28 +218,11 @@ def _find_cifar_folder(path, parameter: str = "data_path") -> Path:
 
 def _load_cifar_pickle(file: Path, parameter: str = "data_path") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(images n x 3072 uint8, fine labels, coarse labels) of one CIFAR-100 pickle, or a ``UserFileError``."""
-    import io
+    from lib.common.userfiles import UserFileError, read_pickle
 
-    from lib.common.userfiles import UserFileError, check_file, sniff
-
-    p = check_file(parameter, file, expected=CIFAR_EXPECTED)
-    kind = sniff(p)
-    if kind == "empty":
-        raise UserFileError(parameter, p, "the file is empty", expected=CIFAR_EXPECTED)
-    if kind not in ("binary", "text"):
-        raise UserFileError(parameter, p, f"the file is {kind}: unpack the CIFAR-100 archive first "
-                            "(tar xzf cifar-100-python.tar.gz)", expected=CIFAR_EXPECTED)
-    raw = p.read_bytes()
-    if raw[:1] != b"\x80":
-        raise UserFileError(parameter, p, f"not a pickle (it starts with {raw[:8]!r}; a pickle of protocol >= 2 "
-                            "starts with 0x80)", expected=CIFAR_EXPECTED)
-    try:
-        d = _SafeUnpickler(io.BytesIO(raw), encoding="bytes").load()
-    except Exception as exc:  # noqa: BLE001 - any failure of a damaged pickle becomes the user's message
-        raise UserFileError(parameter, p, f"a damaged or foreign pickle ({type(exc).__name__}: {str(exc)[:120]})",
-                            expected=CIFAR_EXPECTED) from None
-    if not isinstance(d, dict):
-        raise UserFileError(parameter, p, f"holds a {type(d).__name__}, not a dict", expected=CIFAR_EXPECTED)
+    p = Path(file)
+    d = read_pickle(parameter, p, expected=CIFAR_EXPECTED,
+                    unpack_hint="unpack the CIFAR-100 archive first (tar xzf cifar-100-python.tar.gz)")
     missing = [k for k in (b"data", b"fine_labels", b"coarse_labels") if k not in d]
     if missing:
         raise UserFileError(parameter, p, f"the dict has no {', '.join(repr(m) for m in missing)}",

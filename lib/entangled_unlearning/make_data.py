@@ -8,13 +8,12 @@ label names) for 15 fine classes of three super-classes, so that ``read_cifar100
 """
 from __future__ import annotations
 
-import hashlib
-import pickle
 from pathlib import Path
 
 import numpy as np
 
 from lib.common import data_dir
+from lib.common.userfiles import write_pickles
 
 SEED = 2026
 # (coarse label, its five fine labels) of CIFAR-100: aquatic mammals, fish, flowers
@@ -34,17 +33,11 @@ def _split(rng, n_per):
 
 def write_fixture(folder: Path | None = None) -> dict:
     folder = Path(folder) if folder is not None else data_dir("entangled_unlearning") / "cifar-100-python"
-    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
     payloads = {"train": _split(rng, N_TRAIN), "test": _split(rng, N_TEST),
                 "meta": {b"fine_label_names": [f"fine{k}".encode() for k in range(100)],
                          b"coarse_label_names": [f"coarse{k}".encode() for k in range(20)]}}
-    out = {}
-    for name, obj in payloads.items():
-        path = folder / name
-        path.write_bytes(pickle.dumps(obj, protocol=2))
-        out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+    return write_pickles(folder, payloads)
 
 
 def main() -> None:

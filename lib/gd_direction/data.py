@@ -10,14 +10,12 @@ field, so a wrong or damaged file gets a message naming the parameter, the file 
 """
 from __future__ import annotations
 
-import io
-import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from lib.common.userfiles import UserFileError, check_file, check_folder, sniff
+from lib.common.userfiles import UserFileError, check_folder, read_pickle
 
 CIFAR_BATCHES = tuple(f"data_batch_{k}" for k in range(1, 6))
 CIFAR_FILES = CIFAR_BATCHES + ("test_batch", "batches.meta")
@@ -57,54 +55,9 @@ def load_digits_images(n: int | None = None, rng: np.random.Generator | None = N
 
 
 # --- CIFAR-10 ---------------------------------------------------------------------------------------------------
-def _numpy_global(name: str):
-    try:
-        from numpy._core import multiarray
-    except ImportError:  # numpy < 2
-        from numpy.core import multiarray
-    return getattr(multiarray, name)
-
-
-_ALLOWED = {
-    ("numpy.core.multiarray", "_reconstruct"): lambda: _numpy_global("_reconstruct"),
-    ("numpy._core.multiarray", "_reconstruct"): lambda: _numpy_global("_reconstruct"),
-    ("numpy.core.multiarray", "scalar"): lambda: _numpy_global("scalar"),
-    ("numpy._core.multiarray", "scalar"): lambda: _numpy_global("scalar"),
-    ("numpy", "ndarray"): lambda: np.ndarray,
-    ("numpy", "dtype"): lambda: np.dtype,
-    ("_codecs", "encode"): lambda: __import__("codecs").encode,
-}
-
-
-class _SafeUnpickler(pickle.Unpickler):
-    """Builds dicts, lists, strings, numbers and NumPy arrays only; any other global is refused."""
-
-    def find_class(self, module, name):
-        make = _ALLOWED.get((module, name))
-        if make is None:
-            raise pickle.UnpicklingError(f"refers to {module}.{name}, which a CIFAR batch never needs")
-        return make()
-
-
 def _unpickle(parameter: str, path: Path, expected: str):
-    p = check_file(parameter, path, expected=expected)
-    kind = sniff(p)
-    if kind == "empty":
-        raise UserFileError(parameter, p, "the file is empty", expected=expected)
-    if kind not in ("binary", "text"):
-        raise UserFileError(parameter, p, f"the file is {kind}: unpack the CIFAR-10 archive first "
-                            "(tar xzf cifar-10-python.tar.gz)", expected=expected)
-    raw = p.read_bytes()
-    if raw[:1] != b"\x80":
-        raise UserFileError(parameter, p, f"not a pickle (it starts with {raw[:8]!r}, a pickle of protocol >= 2 "
-                            "starts with 0x80)", expected=expected)
-    try:
-        obj = _SafeUnpickler(io.BytesIO(raw), encoding="bytes").load()
-    except Exception as exc:  # noqa: BLE001 - any failure of a damaged pickle becomes the user's message
-        raise UserFileError(parameter, p, f"a damaged or foreign pickle ({type(exc).__name__}: "
-                            f"{str(exc)[:120]})", expected=expected) from None
-    if not isinstance(obj, dict):
-        raise UserFileError(parameter, p, f"holds a {type(obj).__name__}, not a dict", expected=expected)
+    obj = read_pickle(parameter, path, expected=expected,
+                      unpack_hint="unpack the CIFAR-10 archive first (tar xzf cifar-10-python.tar.gz)")
     return {(k.decode("latin1") if isinstance(k, bytes) else str(k)): v for k, v in obj.items()}
 
 

@@ -8,13 +8,12 @@ b'label_names', b'num_cases_per_batch' and b'num_vis'), so that ``read_cifar10``
 """
 from __future__ import annotations
 
-import hashlib
-import pickle
 from pathlib import Path
 
 import numpy as np
 
 from lib.common import data_dir
+from lib.common.userfiles import write_pickles
 
 SEED = 2026
 N_PER_BATCH = 2
@@ -29,18 +28,12 @@ def _batch(rng: np.random.Generator, label: bytes, n: int) -> dict:
 
 def write_fixture(folder: Path | None = None) -> dict:
     folder = Path(folder) if folder is not None else data_dir("gd_direction") / "cifar-10-batches-py"
-    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
     payloads = {f"data_batch_{k}": _batch(rng, f"training batch {k} of 5 (fixture)".encode(), N_PER_BATCH)
                 for k in range(1, 6)}
     payloads["test_batch"] = _batch(rng, b"testing batch 1 of 1 (fixture)", N_PER_BATCH)
     payloads["batches.meta"] = {b"label_names": LABEL_NAMES, b"num_cases_per_batch": N_PER_BATCH, b"num_vis": 3072}
-    out = {}
-    for name, obj in payloads.items():
-        path = folder / name
-        path.write_bytes(pickle.dumps(obj, protocol=2))
-        out[name] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return out
+    return write_pickles(folder, payloads)
 
 
 def main() -> None:
