@@ -98,6 +98,36 @@ def test_sipit_accepts_the_unique_nearest_candidate(small):
         sipit_invert(small, H, layer, policy="greedy")
 
 
+def test_paper_gd_protocol_verifies_one_proposal_per_step(small):
+    """The paper's Alg. 3 protocol: one verifier call per gradient step (calls == steps at every position), the
+    proxy projected every 50 steps, and the verifier still makes the recovery exact."""
+    prompt = [3, 17, 17, 60, 0, 41]
+    H = observe(small, prompt, 2)
+    res = sipit_invert(small, H, 2, lr=0.1, **paper.experiments.PAPER_GD_POLICY)
+    assert res["tokens"] == prompt and not res["fallback"]
+    assert res["calls"] == res["steps"]
+    assert all(1 <= c <= V for c in res["calls"])
+
+
+def test_best_lr_takes_the_cheapest_step_size_that_recovers_every_prompt():
+    import pandas as pd
+    ex = paper.experiments
+    t = pd.DataFrame({"lr": [0.03, 0.1, 0.3], "calls_mean": [50.0, 20.0, 30.0], "calls_median": [1.0] * 3,
+                      "exact_rate": [1.0, 0.5, 1.0], "tokens": [10] * 3})
+    assert ex.best_lr(t) == 0.3  # 0.1 is cheaper but missed a prompt
+    assert ex.best_lr(t.assign(exact_rate=0.0)) == 0.1
+    assert ex.best_lr(t.iloc[:0]) is None
+    assert ex.hard_budget(20, 8192) == 40960
+
+
+def test_call_ratio_compares_only_prompts_both_methods_inverted():
+    import pandas as pd
+    runs = pd.DataFrame({"method": ["BruteForce (random)"] * 3 + ["SipIt (paper GD)"],
+                         "prompt": [0, 1, 2, 0], "calls_per_token": [100.0, 10.0, 10.0, 20.0]})
+    assert paper.experiments.call_ratio(runs, "SipIt (paper GD)") == pytest.approx(5.0)
+    assert np.isnan(paper.experiments.call_ratio(runs.assign(prompt=[0, 1, 2, 7]), "SipIt (paper GD)"))
+
+
 def test_sipit_random_policy_counts_calls_like_a_sequential_search(small):
     prompt = [11, 2]
     H = observe(small, prompt, 1)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from lib.common import check_int, make_config
 
-from .experiments import (build_models, collision_tests, distance_vs_length, exhaustive_test, inversion_table,
-                          load_data, negative_controls, table1, time_vs_layer)
+from .experiments import (best_lr, build_models, collision_tests, distance_vs_length, exhaustive_test,
+                          inversion_table, load_data, negative_controls, table1, time_vs_layer, tune_paper_gd)
 
 SLUG = "lm_injectivity"
 
@@ -18,11 +18,12 @@ SIZES = {
         vocab_size=2048, n_layer=4, n_embd=128, n_head=4, n_positions=256,
         corpus_files=50, train_steps=100, batch_size=16, seq_len=32, lr=3e-3,
         n_prompts=2000, min_len=4, max_len=40, random_frac=0.1, fp64_prompts=300,
-        curve_every=25, curve_prompts=300,
+        curve_every=25, curve_prompts=150,
         length_grid=[1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40], per_length=100,
         n_exhaustive=10, exhaustive_models=["trained"],
-        sipit_prompts=4, sipit_len=10, brute_prompts=2, hard_prompts=2, hard_steps=150,
-        layer_lengths=[3, 6], layer_prompts=1,
+        sipit_prompts=4, sipit_len=10, brute_prompts=2, hard_prompts=1, hard_steps=150,
+        paper_gd_prompts=0, gd_tune_prompts=0, gd_tune_len=10, gd_lr_grid=[0.03, 0.1, 0.3, 1.0],
+        layer_lengths=[4], layer_prompts=1,
         quant_prompts=500, quant_bits=[2, 4, 6, 8, 16],
     ),
     "full": dict(
@@ -32,7 +33,8 @@ SIZES = {
         curve_every=100, curve_prompts=2000,
         length_grid=[1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128], per_length=1000,
         n_exhaustive=10, exhaustive_models=["init", "trained"],
-        sipit_prompts=100, sipit_len=20, brute_prompts=20, hard_prompts=10, hard_steps=2000,
+        sipit_prompts=100, sipit_len=20, brute_prompts=20, hard_prompts=3, hard_steps=None,
+        paper_gd_prompts=5, gd_tune_prompts=2, gd_tune_len=10, gd_lr_grid=[0.03, 0.1, 0.3, 1.0],
         layer_lengths=[20, 50, 100], layer_prompts=1,
         quant_prompts=2000, quant_bits=[2, 4, 6, 8, 16],
     ),
@@ -63,5 +65,5 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", model_name=None, v
                        n_prompts=n_prompts, sipit_layer=sipit_layer, cpu_threads=cpu_threads)
 
 
-__all__ = ["SIZES", "SLUG", "build_models", "collision_tests", "config", "distance_vs_length", "exhaustive_test",
+__all__ = ["SIZES", "SLUG", "best_lr", "tune_paper_gd", "build_models", "collision_tests", "config", "distance_vs_length", "exhaustive_test",
            "inversion_table", "load_data", "negative_controls", "table1", "time_vs_layer"]

@@ -104,9 +104,10 @@ def pair_distance_stats(
         rng = np.random.default_rng(seed)
         i = rng.integers(0, N, median_sample)
         j = (i + rng.integers(1, N, median_sample)) % N
-        i, j = torch.as_tensor(i, device=X.device), torch.as_tensor(j, device=X.device)
-        d = torch.linalg.vector_norm(X64[i] - X64[j], dim=1)
-        median, sampled = float(d.median()), True
+        Xn, step = X64.cpu().numpy(), 32768  # gathered in slices: no [median_sample, d] float64 copies
+        d = np.concatenate([np.linalg.norm(np.take(Xn, i[s:s + step], axis=0) - np.take(Xn, j[s:s + step], axis=0),
+                                           axis=1) for s in range(0, median_sample, step)])
+        median, sampled = float(np.median(d)), True
     return {
         "min": float(nn[i_min]),
         "argmin": (min(i_min, j_min), max(i_min, j_min)),

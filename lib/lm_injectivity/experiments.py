@@ -27,8 +27,12 @@ from .states import last_token_states, n_layers
 # (0.01–100, normalized or not, Adam), while the Gauss–Newton-preconditioned gradient found tokens within a
 # few batches. The notebook uses the latter as "SipIt (gradient)" and reports plain GD alongside.
 GRADIENT_POLICY = dict(update="gauss-newton", damping=0.01, batch_verify=16, project_every=50)
-# the paper's plain GD update (step 0.1); its batch grows ×1.5 per step to bound the steps per token
+# the paper's plain GD update (step 0.1) with a batched verifier: its batch grows ×1.5 per step to bound the
+# steps per token (our shortcut, cheap enough for quick mode)
 PLAIN_GD_POLICY = dict(update="gd", lr=0.1, batch_verify=16, batch_growth=1.5, project_every=50)
+# the paper's protocol for Alg. 3: one proposal (one verifier call) per gradient step, the proxy projected onto its
+# nearest token embedding every 50 steps; the step size ``lr`` is chosen by :func:`tune_paper_gd` on tuning prompts
+PAPER_GD_POLICY = dict(update="gd", batch_verify=1, batch_growth=1.0, project_every=50)
 
 
 def _cpu_threads(fn):
@@ -257,11 +261,13 @@ def _row(method, i, prompt, tokens, seconds, calls, layer):
 
 
 @_cpu_threads
-def inversion_table(cfg, data: LMData, models: Models) -> pd.DataFrame:
+def inversion_table(cfg, data: LMData, models: Models, paper_lr=None) -> pd.DataFrame:
     """Paper Table 2: invert ``sipit_prompts`` prompts of ``sipit_len`` tokens from the trained model's
     layer-``sipit_layer`` states with SipIt (gradient policy, Gauss–Newton update), and on the first
-    ``brute_prompts`` also with SipIt's plain-GD update and BruteForce (SipIt, random policy), and on the first
-    ``hard_prompts`` with HardPrompts (``hard_steps`` steps). One row per run."""
+    ``brute_prompts`` also with SipIt's plain-GD update (batched verifier) and BruteForce (SipIt, random policy),
+    on the first ``paper_gd_prompts`` with the paper's plain-GD protocol at step size ``paper_lr`` (from
+    :func:`tune_paper_gd`; required when ``paper_gd_prompts`` > 0), and on the first ``hard_prompts`` with
+    HardPrompts (``hard_steps`` steps; None: the paper's budget ¼·T·|V|). One row per run."""
     model, layer = models.trained, cfg.sipit_layer or models.L
     if layer > models.L:
         raise ValueError(f"parameter 'sipit_layer' got {layer}; allowed: 1..{models.L}")
@@ -277,10 +283,50 @@ def inversion_table(cfg, data: LMData, models: Models) -> pd.DataFrame:
             r = sipit_invert(model, H, layer, policy="random", seed=cfg.seed + i)
             rows.append(_row("BruteForce (random)", i, p, r["tokens"], r["time"], float(np.mean(r["calls"])),
                              layer))
+        if i < cfg.paper_gd_prompts:
+            if paper_lr is None:
+                raise ValueError("inversion_table: paper_gd_prompts > 0 needs paper_lr (from tune_paper_gd)")
+            r = sipit_invert(model, H, layer, policy="gradient", lr=float(paper_lr), seed=cfg.seed + i,
+                             **PAPER_GD_POLICY)
+            rows.append(_row("SipIt (paper GD)", i, p, r["tokens"], r["time"], float(np.mean(r["calls"])), layer))
         if i < cfg.hard_prompts:
-            r = hardprompts_invert(model, H, layer, steps=cfg.hard_steps, seed=cfg.seed + i)
+            steps = cfg.hard_steps if cfg.hard_steps is not None else hard_budget(len(p), data.vocab_size)
+            r = hardprompts_invert(model, H, layer, steps=steps, seed=cfg.seed + i)
             rows.append(_row("HardPrompts", i, p, r["tokens"], r["time"], np.nan, layer) | {"steps": r["steps"]})
     return pd.DataFrame(rows)
+
+
+@_cpu_threads
+def tune_paper_gd(cfg, data: LMData, models: Models) -> pd.DataFrame:
+    """The step size of the paper's plain-GD protocol (:data:`PAPER_GD_POLICY`), chosen on ``gd_tune_prompts``
+    tuning prompts of ``gd_tune_len`` tokens from their own random stream (never the test prompts of Table 2).
+
+    One row per step size of ``gd_lr_grid``: mean and median verifier calls per token, exact-sequence rate.
+    :func:`best_lr` picks the step size with the fewest mean calls among those that recovered every tuning prompt.
+    """
+    model, layer = models.trained, cfg.sipit_layer or models.L
+    prompts = inversion_prompts(cfg, data, cfg.gd_tune_prompts, cfg.gd_tune_len, "inversion/gd-tuning")
+    rows = []
+    for lr in (cfg.gd_lr_grid if cfg.gd_tune_prompts else ()):
+        calls, exact = [], []
+        for i, p in enumerate(prompts):
+            r = sipit_invert(model, observe(model, p, layer), layer, policy="gradient", lr=float(lr),
+                             seed=cfg.seed + 1000 + i, **PAPER_GD_POLICY)
+            calls += r["calls"]
+            exact.append(list(r["tokens"]) == list(p))
+        rows.append({"lr": float(lr), "calls_mean": float(np.mean(calls)), "calls_median": float(np.median(calls)),
+                     "exact_rate": float(np.mean(exact)), "tokens": len(calls)})
+    return pd.DataFrame(rows, columns=["lr", "calls_mean", "calls_median", "exact_rate", "tokens"])
+
+
+def best_lr(tuning: pd.DataFrame):
+    """The tuned step size: fewest mean verifier calls per token among the step sizes that recovered every tuning
+    prompt exactly (all step sizes when none did); None when nothing was tuned (quick mode)."""
+    if tuning is None or not len(tuning):
+        return None
+    ok = tuning[tuning.exact_rate == 1.0]
+    t = ok if len(ok) else tuning
+    return float(t.sort_values(["calls_mean", "lr"]).iloc[0]["lr"])
 
 
 def inversion_summary(runs: pd.DataFrame, vocab_size: int) -> pd.DataFrame:
@@ -299,10 +345,20 @@ def inversion_summary(runs: pd.DataFrame, vocab_size: int) -> pd.DataFrame:
     return out
 
 
+def hard_budget(length: int, vocab_size: int) -> int:
+    """HardPrompts' step budget in the paper (App. E.1): ¼ · (prompt length) · |V|."""
+    return max(1, (int(length) * int(vocab_size)) // 4)
+
+
 def call_ratio(runs: pd.DataFrame, method: str = "SipIt (gradient)") -> float:
-    """Mean verifier calls per token of BruteForce ÷ ``method`` (a SipIt policy), on the prompts both inverted."""
+    """Mean verifier calls per token of BruteForce ÷ ``method`` (a SipIt policy), on the prompts both inverted
+    (NaN when they share none)."""
     b = runs[runs.method == "BruteForce (random)"]
-    g = runs[(runs.method == method) & runs.prompt.isin(b.prompt)]
+    g = runs[runs.method == method]
+    common = set(b.prompt) & set(g.prompt)
+    if not common:
+        return float("nan")
+    b, g = b[b.prompt.isin(common)], g[g.prompt.isin(common)]
     return float(b.calls_per_token.mean() / g.calls_per_token.mean())
 
 
@@ -310,13 +366,16 @@ def sipit_claim(runs: pd.DataFrame, layer_runs: pd.DataFrame) -> dict:
     """Claim C4's numbers: token accuracy of every SipIt run (both policies and updates, Table 2 and the
     depth sweep), the BruteForce ÷ gradient call ratio, and that ratio gated on exact recovery (NaN if any
     SipIt run missed a token, so the claim cannot hold then); ``plain_ratio``: the same ratio for the paper's
-    plain gradient-descent update (claim C4b)."""
+    plain gradient-descent update with the batched verifier; ``paper_gd_ratio``: the ratio for the paper's
+    protocol (one proposal per step, claim C4b; NaN when it was not run)."""
     sip = pd.concat([runs[runs.method != "HardPrompts"], layer_runs], ignore_index=True)
     acc = float((sip.token_acc * sip.length).sum() / sip.length.sum())
     ratio = call_ratio(runs)
     plain = call_ratio(runs, "SipIt (plain GD)") if (runs.method == "SipIt (plain GD)").any() else float("nan")
+    paper_gd = call_ratio(runs, "SipIt (paper GD)") if (runs.method == "SipIt (paper GD)").any() else float("nan")
     return {"token_acc": acc, "ratio": ratio, "gated_ratio": ratio if acc == 1.0 else float("nan"),
-            "plain_ratio": plain if acc == 1.0 else float("nan")}
+            "plain_ratio": plain if acc == 1.0 else float("nan"),
+            "paper_gd_ratio": paper_gd if acc == 1.0 else float("nan")}
 
 
 # ------------------------------------------------------------------------------- time vs layer (Fig 6)
@@ -395,7 +454,8 @@ def fmt(df: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
     return df.map(lambda v: f"{v:.{digits}g}" if isinstance(v, (float, np.floating)) else v)
 
 
-__all__ = ["COLLISION_THRESHOLD", "GRADIENT_POLICY", "PLAIN_GD_POLICY", "CollisionResult", "ControlResult", "ExhaustiveResult",
+__all__ = ["COLLISION_THRESHOLD", "GRADIENT_POLICY", "PAPER_GD_POLICY", "PLAIN_GD_POLICY", "best_lr", "hard_budget",
+           "tune_paper_gd", "CollisionResult", "ControlResult", "ExhaustiveResult",
            "LMData", "Models", "build_models", "call_ratio", "collision_tests", "controls_collide", "sipit_claim", "distance_vs_length",
            "exhaustive_test", "fmt", "inversion_prompts", "inversion_summary", "inversion_table", "load_data",
            "negative_controls", "table1", "time_vs_layer"]
