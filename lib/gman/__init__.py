@@ -1,0 +1,65 @@
+"""Graph Mixing Additive Networks (GMAN; Zerio, Bechler-Speicher et al., ICLR 2026), reimplemented in torch on
+synthetic irregular biomarkers, with a reader for PhysioNet 2012.
+
+Modules: :mod:`.data` (the biomarker generator, summary features, the daily grid, the PhysioNet reader),
+:mod:`.model` (ExtGNAN, DeepSet mixing, GMAN, the block-diagonal batch), :mod:`.train` (loss, training, AUROC /
+AUPRC / ECE), :mod:`.baselines` (summary features into LR and HGB), :mod:`.explain` (node, graph and subset
+contributions, shape and distance functions), :mod:`.experiments`, :mod:`.plots`, :mod:`.make_data` (the fixture).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from lib.common import check_float, check_int, check_path, make_config, project_root
+from lib.common.userfiles import UserFileLoader
+
+from .data import PHYSIONET_EXPECTED
+
+SLUG = "gman"
+
+LOADERS = {
+    "data_path": UserFileLoader("data_path", "lib.gman.data:check_physionet", fixture="data/gman/physionet_tiny",
+                                kind="folder", target="set-a/132540.txt", expected=PHYSIONET_EXPECTED),
+}
+
+SIZES = {
+    "quick": {"n_patients": 600, "n_markers": 6, "hidden": 16, "epochs": 15, "batch": 64, "n_seeds": 1},
+    "full": {"n_patients": 4000, "n_markers": 8, "hidden": 32, "epochs": 60, "batch": 64, "n_seeds": 5},
+}
+
+
+def _resolve_data_path(data_path):
+    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
+        in_root = project_root() / Path(data_path)
+        if in_root.exists():
+            return str(in_root)
+    return data_path
+
+
+def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, n_patients=None, n_markers=None,
+           hidden=None, epochs=None, n_seeds=None, tau=60.0, lr=1e-2, verbose=True):
+    """Validate the notebook's parameters and build the run configuration.
+
+    n_patients, n_markers : size of the synthetic cohort (markers A, B, C, ...; A, B, C carry the signal).
+    hidden, epochs, n_seeds : GMAN width, training epochs and replicates. tau : critical window (days).
+    data_path : None (the generator) or a PhysioNet 2012 folder (Outcomes-a.txt + set-a/).
+    """
+    check_int("n_patients", n_patients, lo=60, hi=100000, allow_none=True)
+    check_int("n_markers", n_markers, lo=3, hi=26, allow_none=True)
+    check_int("hidden", hidden, lo=2, hi=256, allow_none=True)
+    check_int("epochs", epochs, lo=1, hi=1000, allow_none=True)
+    check_int("n_seeds", n_seeds, lo=1, hi=20, allow_none=True)
+    tau = check_float("tau", tau, lo=5.0, hi=300.0)
+    lr = check_float("lr", lr, lo=1e-5, hi=1.0)
+    data_path = check_path("data_path", _resolve_data_path(data_path))
+    if data_path is not None:
+        from lib.common.userfiles import check_user_file
+
+        check_user_file(LOADERS["data_path"], data_path)
+        data_path = str(data_path)
+    return make_config(SLUG, mode=mode, seed=seed, out_dir=out_dir, device=device, sizes=SIZES, verbose=verbose,
+                       data_path=data_path, n_patients=n_patients, n_markers=n_markers, hidden=hidden, epochs=epochs,
+                       n_seeds=n_seeds, tau=tau, lr=lr, window=365.0, time_unit=30.0)
+
+
+__all__ = ["SLUG", "SIZES", "LOADERS", "config"]

@@ -1,0 +1,154 @@
+"""Unit tests of lib.gman: the block-diagonal batch, the distance matrix, summary features, the daily grid, ECE,
+the PhysioNet reader."""
+import shutil
+
+import numpy as np
+import pytest
+import torch
+
+from lib.gman.data import (Samples, load_physionet2012, make_biomarker_sets, summary_features, to_grid)
+from lib.gman.model import GMAN, Norm, causal_pairs, collate
+from lib.gman.train import ece
+from lib.gman.explain import contributions
+from lib.common import project_root
+
+FIXTURE = project_root() / "data" / "gman" / "physionet_tiny"
+
+
+def _tiny():
+    # patient 0: marker 0 at t = 0, 10, 10 (a tie), marker 1 at 5; patient 1: marker 1 at 3, 1 (unsorted input)
+    return Samples(["A", "B"], np.array([0, 1]), np.array([[0.5, 1.0], [-0.5, 0.0]]),
+                   np.array([0, 0, 0, 0, 1, 1]), np.array([0, 0, 0, 1, 1, 1]),
+                   np.array([0.0, 10.0, 10.0, 5.0, 1.0, 3.0]), np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]), 20.0)
+
+
+def test_distance_matrix_of_a_three_node_graph_matches_the_formula():
+    t = np.array([0.0, 2.0, 7.0])
+    recv, send = causal_pairs(np.zeros(3, int), t)
+    D = np.zeros((3, 3))
+    D[recv, send] = 1.0 / (t[recv] - t[send] + 0.1)
+    want = np.array([[10.0, 0, 0], [1 / 2.1, 10.0, 0], [1 / 7.1, 1 / 5.1, 10.0]])
+    np.testing.assert_allclose(D, want)
+
+
+def test_ties_and_later_nodes_are_masked():
+    recv, send = causal_pairs(np.zeros(3, int), np.array([0.0, 10.0, 10.0]))
+    assert sorted(zip(recv.tolist(), send.tolist())) == [(0, 0), (1, 0), (1, 1), (2, 0), (2, 2)]
+
+
+def test_block_diagonal_batch_gives_each_sample_its_own_logit():
+    rng = np.random.default_rng(0)
+    s = make_biomarker_sets(12, 4, rng=rng)
+    norm = Norm.fit(s, 30.0)
+    model = GMAN(4, [[0], [1, 2], [3]], (2, 2), hidden=8, generator=torch.Generator().manual_seed(0))
+    model.eval()
+    with torch.no_grad():
+        together = model(collate(s, norm)).numpy()
+        alone = np.array([model(collate(s.take([i]), norm)).item() for i in range(s.n)])
+    np.testing.assert_allclose(together, alone, rtol=1e-5, atol=1e-4)
+    # the padded per-marker ExtGNAN equals a hand loop over pairs for one graph
+    b = collate(s.take([0]), norm)
+    fx = model.ext.node_values(b)
+    rho = model.ext.distance_values(b)
+    hand = torch.zeros(4)
+    for r, q, k in zip(b["recv"], b["send"], range(len(b["recv"]))):
+        hand[b["marker"][r]] += float((rho[k, 0] * fx[q, 0]).detach())
+    with torch.no_grad():
+        np.testing.assert_allclose(model.parts(b)["hG"][0, :, 0].numpy(), hand.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_sender_contributions_sum_to_singleton_graph_contributions():
+    s = make_biomarker_sets(8, 3, rng=np.random.default_rng(1))
+    model = GMAN(3, [[0], [1], [2]], (2, 2), hidden=8, generator=torch.Generator().manual_seed(1))
+    b = collate(s, Norm.fit(s, 30.0))
+    c = contributions(model, b)
+    per_graph = np.bincount(b["gid"].numpy(), c["node"], s.n * 3).reshape(s.n, 3)
+    np.testing.assert_allclose(per_graph, c["graph"], rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(c["subset"].sum(1) + float(model.bias.detach()), c["logit"], rtol=1e-5, atol=1e-4)
+
+
+def test_summary_features_match_hand_computation():
+    s = _tiny().take([0, 1])
+    X = summary_features(s)
+    # patient 0, marker A: values 1, 2, 3 at t = 0, 10, 10
+    np.testing.assert_allclose(X[0, :6], [3.0, 2.0, 1.0, 3.0, 3.0, np.polyfit([0, 10, 10], [1, 2, 3], 1)[0]])
+    # patient 1, marker A: no measurement; marker B: values 5 at t=1, 6 at t=3 (sorted by time)
+    assert np.isnan(X[1, 0]) and X[1, 4] == 0
+    np.testing.assert_allclose(X[1, 6:12], [6.0, 5.5, 5.0, 6.0, 2.0, 0.5])
+    np.testing.assert_allclose(X[:, 12:], s.static)
+
+
+def test_daily_grid_carries_the_last_observation_forward():
+    s = _tiny().take([0, 1])
+    vals, mask, delta = to_grid(s, 6, step=2.0)
+    # patient 1, marker B: observed at t=1 (cell 0) and t=3 (cell 1)
+    np.testing.assert_allclose(vals[1, :, 1], [5, 6, 6, 6, 6, 6])
+    np.testing.assert_allclose(mask[1, :, 1], [1, 1, 0, 0, 0, 0])
+    np.testing.assert_allclose(delta[1, :, 1], [1, 1, 3, 5, 7, 9])
+    # patient 0, marker B: first observed at t=5 (cell 2): zeros before
+    np.testing.assert_allclose(vals[0, :, 1], [0, 0, 4, 4, 4, 4])
+    np.testing.assert_allclose(delta[0, :2, 1], [0, 0])
+
+
+def test_ece_matches_hand_computation():
+    y = np.array([0, 1, 1, 0])
+    p = np.array([0.05, 0.15, 0.95, 0.85])
+    # bins: [0, .1): p .05 y 0 -> .05; [.1, .2): .15 vs 1 -> .85; [.8, .9): .85 vs 0; [.9, 1]: .95 vs 1 -> .05
+    assert ece(y, p) == pytest.approx((0.05 + 0.85 + 0.85 + 0.05) / 4)
+
+
+def test_generator_plants_its_ground_truth():
+    s = make_biomarker_sets(400, 6, rng=np.random.default_rng(0))
+    assert 0.25 < s.y.mean() < 0.35
+    X = summary_features(s)
+    # the XOR term drives the label; A's last value is higher for positives (the drift)
+    assert s.y[s.meta["xor"] == 1].mean() > s.y[s.meta["xor"] == 0].mean() + 0.3
+    assert X[s.y == 1, 0].mean() > X[s.y == 0, 0].mean() + 0.3
+    off = make_biomarker_sets(400, 6, interaction=False, rng=np.random.default_rng(0))
+    assert abs(off.y[off.meta["xor"] == 1].mean() - off.y[off.meta["xor"] == 0].mean()) < 0.15
+
+
+def test_reader_round_trips_the_fixture():
+    s = load_physionet2012(FIXTURE)
+    assert s.n == 3 and s.markers == ["Glucose", "HR", "Na", "Temp"]
+    assert s.y.tolist() == [0, 1, 0]
+    assert s.window == 48.0 and (s.t >= 0).all() and (s.t <= 48).all()
+    text = (FIXTURE / "set-a" / "132539.txt").read_text().splitlines()
+    rows = [ln.split(",") for ln in text[1:] if not ln.startswith("00:00,")]
+    assert len(s.t[s.sample == 0]) == len(rows)
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    ("Time;Parameter;Value", "header"), ("Time,Param,Value", "header"), ("7.5,HR,80", "HH:MM"),
+    ("07:5,HR,80", "HH:MM"), ("07:05,Heart,80", "parameter name"), ("07:05,HR,high", "not a number"),
+])
+def test_reader_rejects_malformed_records(tmp_path, bad, fragment):
+    dst = tmp_path / "p12"
+    shutil.copytree(FIXTURE, dst)
+    f = dst / "set-a" / "132540.txt"
+    lines = f.read_text().splitlines()
+    if bad.startswith("Time"):
+        lines[0] = bad
+    else:
+        lines.insert(8, bad)
+    f.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="data_path") as exc:
+        load_physionet2012(dst)
+    assert fragment in str(exc.value)
+
+
+def test_reader_rejects_a_missing_outcomes_file(tmp_path):
+    dst = tmp_path / "p12"
+    shutil.copytree(FIXTURE, dst)
+    (dst / "Outcomes-a.txt").unlink()
+    with pytest.raises(ValueError, match="Outcomes-a.txt"):
+        load_physionet2012(dst)
+
+
+def test_config_refuses_bad_parameters():
+    import lib.gman as paper
+
+    with pytest.raises(ValueError, match="n_markers"):
+        paper.config(n_markers=2, verbose=False)
+    with pytest.raises(ValueError, match="data_path"):
+        paper.config(data_path="/nonexistent/folder", verbose=False)
