@@ -363,3 +363,19 @@ def test_the_cifar_path_runs_end_to_end_on_the_fixture():
     assert list(run.table.index) == paper.METHOD_ORDER
     assert run.table[[c for c in run.table.columns if c.startswith("acc_")]].notna().all().all()
     assert math.isfinite(run.stage1_info["residual"])
+
+
+def test_secondary_hyperparameters_are_grid_points_and_real_arguments():
+    """The calibrated secondary hyperparameters come from their grid and name real arguments of the baselines."""
+    import inspect
+
+    from lib.entangled_unlearning.baselines import BASELINES
+    from lib.entangled_unlearning.experiments import SECONDARY, SECONDARY_GRID
+
+    for task, table in SECONDARY.items():
+        assert set(table) == set(SECONDARY_GRID), task
+        for name, params in table.items():
+            sig = inspect.signature(BASELINES[name]).parameters
+            for key, value in params.items():
+                assert key in sig, (task, name, key)
+                assert value in SECONDARY_GRID[name][key], (task, name, key, value)

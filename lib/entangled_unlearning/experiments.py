@@ -34,6 +34,16 @@ BASE_LR = {
     "digits": {"FT": 3e-2, "GA": 1e-3, "l1-sparse": 3e-1, "SCRUB": 3e-4, "NegGrad+": 1e-3, "ours": (3e-2, 3e-3)},
     "gmm": {"FT": 3e-1, "GA": 3e-3, "l1-sparse": 1e-1, "SCRUB": 3e-1, "NegGrad+": 1e-2, "ours": (3e-2, 1e-2)},
 }
+# Secondary hyperparameters of the baselines (the authors' defaults are the middle of each grid of SECONDARY_GRID), chosen
+# on the same calibration seed by the same rule, at each method's base rate: `python -m lib.entangled_unlearning.calibrate
+# --secondary` reprints that scan. Runs use these values (their learning rate is still tuned around BASE_LR).
+SECONDARY_GRID = {"l1-sparse": {"l1": (1e-4, 5e-4, 2e-3)},
+                  "SCRUB": {"alpha": (0.01, 0.1, 1.0), "gamma": (0.5, 0.9, 0.99)},
+                  "NegGrad+": {"beta": (0.5, 0.9, 0.99)}}
+SECONDARY = {
+    "digits": {"l1-sparse": {"l1": 2e-3}, "SCRUB": {"alpha": 1.0, "gamma": 0.5}, "NegGrad+": {"beta": 0.9}},
+    "gmm": {"l1-sparse": {"l1": 2e-3}, "SCRUB": {"alpha": 0.1, "gamma": 0.99}, "NegGrad+": {"beta": 0.9}},
+}
 GRIDS = {"quick": (1 / 3, 1.0, 3.0),  # the brief's 3-value grid
          "full": tuple(float(10 ** (k / 4)) for k in range(-4, 5))}  # x 0.1 ... 10 in x1.8 steps
 METHOD_ORDER = ["original", "retrain", "FT", "GA", "l1-sparse", "SCRUB", "NegGrad+", "stage-1 only", "ours (no W2)",
@@ -83,10 +93,13 @@ def _gen(seed: int, *parts) -> torch.Generator:
     return torch_generator(seed, "/".join(str(p) for p in parts))
 
 
-def run_baseline(name, original, ds, lr, budget: Budget, seed: int, tag="", target: float | None = None):
-    """One baseline run; GA stops early once D_f train accuracy reaches ``target`` (see ``gradient_ascent``)."""
+def run_baseline(name, original, ds, lr, budget: Budget, seed: int, tag="", target: float | None = None,
+                 params: dict | None = None):
+    """One baseline run; GA stops early once D_f train accuracy reaches ``target`` (see ``gradient_ascent``);
+    ``params``: the method's secondary hyperparameters (:data:`SECONDARY`; None: the function's defaults)."""
     t0 = time.perf_counter()
     extra = {"stop_at": target} if name == "GA" and target is not None else {}
+    extra.update(params or {})
     model = BASELINES[name](original.copy(), ds, lr=lr, steps=budget.steps, generator=_gen(seed, name, tag),
                             batch_size=budget.batch_size, **extra)
     return model, time.perf_counter() - t0
@@ -123,15 +136,18 @@ def _row(method, model, ds, lr, runtime, mult=None):
 
 
 def tune_all(original, ds, budget: Budget, grid, seed: int, reference: dict, target: float, base: dict,
-             methods=None, record=True, alpha: float = 0.5):
-    """Tune every baseline and ours on ``grid`` (rule: :func:`select` against ``reference``); returns
-    (trials DataFrame, {method: chosen model}, {multiplier: ours run}, {method: chosen multiplier})."""
+             methods=None, record=True, alpha: float = 0.5, secondary: dict | None = None):
+    """Tune every baseline and ours on ``grid`` (rule: :func:`select` against ``reference``), each baseline with its
+    secondary hyperparameters ``secondary[name]``; returns (trials DataFrame, {method: chosen model},
+    {multiplier: ours run}, {method: chosen multiplier})."""
+    secondary = secondary or {}
     methods = list(BASELINES) if methods is None else methods
     rows, chosen_models, models = [], {}, {}
     for name in methods:
         for mult in grid:
             lr = base[name] * mult
-            m, dt = run_baseline(name, original, ds, lr, budget, seed, tag=f"{mult:g}", target=target)
+            m, dt = run_baseline(name, original, ds, lr, budget, seed, tag=f"{mult:g}", target=target,
+                                 params=secondary.get(name))
             rows.append(_row(name, m, ds, lr, dt, mult))
             models[(name, mult)] = m
     ours_runs = {}
@@ -191,7 +207,8 @@ def digits_table(seed: int, budget: Budget, grid, pairs="confusion", forget_digi
     m_re = three_way_metrics(retrain, ds)
     target = m_re["acc_train_forget"] + 5.0
     base = BASE_LR["digits"]
-    trials, chosen, ours_runs, picks = tune_all(original, ds, budget, grid, seed, m_re, target, base, alpha=alpha)
+    trials, chosen, ours_runs, picks = tune_all(original, ds, budget, grid, seed, m_re, target, base, alpha=alpha,
+                                                secondary=SECONDARY["digits"])
     trials.insert(0, "seed", seed)
     run = ours_runs[picks["ours"]]
     lr1, lr2 = (b * picks["ours"] for b in base["ours"])
@@ -310,7 +327,7 @@ def sweep_point(delta: float, seed: int, budget: Budget, grid, n_per: int, d: in
     target = 100.0 / n_super + 5.0
     trials, _, ours_runs, picks = tune_all(original, ds, budget, grid, seed, reference, target, BASE_LR["gmm"],
                                            methods=[m for m in SWEEP_METHODS if m != "ours"], record=False,
-                                           alpha=alpha)
+                                           alpha=alpha, secondary=SECONDARY["gmm"])
     rows = []
     for name, model in (("original", original), ("retrain", retrain)):
         rows.append({"method": name, "matched": np.nan, **three_way_metrics(model, ds)})
