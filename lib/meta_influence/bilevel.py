@@ -1,0 +1,397 @@
+"""Setting A of the reconstruction: a proximal (iMAML-style) bilevel problem with a multinomial logistic head.
+
+Each task t has support points (x_j, y_j), j < n, with weights s_j (1: present, 0: removed) and query points with
+weights q_j. The head is a (d, C) matrix theta (flattened row-major, so coordinate a*C + c), d = 65 (64 pixels and
+a ones column), C = 5, dimension D = d*C = 325.
+
+    inner:  theta_t(lam) = argmin_theta  (1/n) sum_j s_j CE(theta^T x_j, y_j) + (mu/2) ||theta - lam||^2
+    outer:  F(lam) = sum_t w_t (1/m) sum_j q_j CE(theta_t(lam)^T xq_j, yq_j) + (rho/2) ||lam||^2
+
+The inner stationarity theta = lam - (1/(mu n)) X^T diag(s) (P - Y) pins theta down by the support logits Z = X theta,
+so the inner problem is solved by Newton's method on the n*C residual
+    R(Z) = Z - X lam + Kx diag(s) (P(Z) - Y),   Kx = X X^T / (mu n),
+and products with J = mu (A + mu I)^{-1} (A the support Hessian) reuse the same n*C system (a Woodbury identity).
+Exact D x D Hessians (support A, query Hval, the third-order directional derivative DA[u]) are formed in closed form
+where the influence functions need them. Everything is batched over a leading task axis.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Counter:
+    """Work counts: inner argmin solves, inner Newton iterations (per task) and D x D factorisations."""
+
+    inner_solves: int = 0
+    inner_newton: int = 0
+    outer_iters: int = 0
+    big_factorisations: int = 0
+
+    def add(self, other: "Counter") -> None:
+        self.inner_solves += other.inner_solves
+        self.inner_newton += other.inner_newton
+        self.outer_iters += other.outer_iters
+        self.big_factorisations += other.big_factorisations
+
+
+@dataclass
+class Tasks:
+    """A batch of tasks: support (Xs, ys, s) and query (Xq, yq, q) arrays with a leading task axis."""
+
+    Xs: np.ndarray  # (T, n, d)
+    ys: np.ndarray  # (T, n) int
+    Xq: np.ndarray  # (T, m, d)
+    yq: np.ndarray  # (T, m) int
+    n_classes: int = 5
+    s: np.ndarray | None = None  # (T, n) support weights
+    q: np.ndarray | None = None  # (T, m) query weights
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.s is None:
+            self.s = np.ones(self.ys.shape)
+        if self.q is None:
+            self.q = np.ones(self.yq.shape)
+
+    def __len__(self) -> int:
+        return len(self.Xs)
+
+    @property
+    def dim(self) -> int:
+        return self.Xs.shape[2] * self.n_classes
+
+    def take(self, idx) -> "Tasks":
+        idx = np.asarray(idx)
+        return Tasks(self.Xs[idx], self.ys[idx], self.Xq[idx], self.yq[idx], self.n_classes, self.s[idx].copy(),
+                     self.q[idx].copy())
+
+    def with_support_weights(self, s: np.ndarray) -> "Tasks":
+        return Tasks(self.Xs, self.ys, self.Xq, self.yq, self.n_classes, np.asarray(s, float), self.q)
+
+
+def onehot(y: np.ndarray, C: int) -> np.ndarray:
+    return np.eye(C)[y]
+
+
+def softmax(Z: np.ndarray) -> np.ndarray:
+    Z = Z - Z.max(axis=-1, keepdims=True)
+    E = np.exp(Z)
+    return E / E.sum(axis=-1, keepdims=True)
+
+
+def _S(P: np.ndarray) -> np.ndarray:
+    """Softmax Jacobians diag(p) - p p^T, (..., C, C)."""
+    return P[..., :, None] * np.eye(P.shape[-1]) - P[..., :, None] * P[..., None, :]
+
+
+def ce_loss(Z: np.ndarray, Y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted mean cross-entropy per task: (1/n) sum_j w_j CE_j (normalised by n, not by sum w)."""
+    Zm = Z.max(axis=-1, keepdims=True)
+    lse = (Zm + np.log(np.exp(Z - Zm).sum(axis=-1, keepdims=True)))[..., 0]
+    ce = lse - (Z * Y).sum(-1)
+    return (w * ce).sum(-1) / Z.shape[-2]
+
+
+def _jac_matrix(Kxs: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """I + (Kx diag(s) kron I) blockdiag(S_j) as (B, nC, nC)."""
+    B, n, _ = Kxs.shape
+    C = S.shape[-1]
+    M = Kxs[:, :, None, :, None] * S[:, None, :, :, :].transpose(0, 1, 3, 2, 4)  # (B, j, c, k, e)
+    M = M.reshape(B, n * C, n * C)
+    M[:, np.arange(n * C), np.arange(n * C)] += 1.0
+    return M
+
+
+@dataclass
+class InnerSolution:
+    theta: np.ndarray  # (B, d, C)
+    Z: np.ndarray  # (B, n, C) support logits
+    P: np.ndarray  # (B, n, C)
+    jac: np.ndarray  # (B, nC, nC) at the solution
+    resid: float
+
+
+def inner_solve(lam: np.ndarray, tasks: Tasks, mu: float, theta0: np.ndarray | None = None, tol: float = 1e-12,
+                max_iter: int = 50, counter: Counter | None = None) -> InnerSolution:
+    """theta_t(lam_t) for every task (lam: (D,) shared or (B, D) per task), Newton on the support logits."""
+    Xs, s = tasks.Xs, tasks.s
+    B, n, d = Xs.shape
+    C = tasks.n_classes
+    L = np.broadcast_to(np.asarray(lam).reshape(-1, d, C), (B, d, C))
+    Y = onehot(tasks.ys, C)
+    Kxs = np.einsum("bja,bka->bjk", Xs, Xs) / (mu * n) * s[:, None, :]
+    Z0 = np.einsum("bja,bac->bjc", Xs, L)
+    Z = Z0.copy() if theta0 is None else np.einsum("bja,bac->bjc", Xs, theta0.reshape(B, d, C))
+
+    R = resid_sub(Z, Z0, Kxs, Y)
+    it = 0
+    for it in range(1, max_iter + 1):
+        rn = np.abs(R).reshape(B, -1).max(1)
+        if rn.max() < tol:
+            it -= 1
+            break
+        act = rn >= tol
+        P = softmax(Z[act])
+        M = _jac_matrix(Kxs[act], _S(P))
+        dZ = -np.linalg.solve(M, R[act].reshape(-1, n * C, 1)).reshape(-1, n, C)
+        Za, Ra, step = Z[act], R[act], np.ones(act.sum())
+        for _ in range(30):  # backtracking on the residual's norm (rarely used: the map is monotone)
+            Zn = Za + step[:, None, None] * dZ
+            Rn = resid_sub(Zn, Z0[act], Kxs[act], Y[act])
+            bad = np.abs(Rn).reshape(len(Rn), -1).max(1) > np.abs(Ra).reshape(len(Ra), -1).max(1) * (1 - 1e-4 * step)
+            bad &= np.abs(Ra).reshape(len(Ra), -1).max(1) > 1e-10
+            if not bad.any():
+                break
+            step[bad] *= 0.5
+        Z[act], R[act] = Zn, Rn
+        if counter is not None:
+            counter.inner_newton += int(act.sum())
+    P = softmax(Z)
+    theta = L - np.einsum("bja,bjc->bac", Xs, s[:, :, None] * (P - Y)) / (mu * n)
+    if counter is not None:
+        counter.inner_solves += B
+    return InnerSolution(theta, Z, P, _jac_matrix(Kxs, _S(P)), float(np.abs(R).max()))
+
+
+def resid_sub(Z, Z0, Kxs, Y):
+    return Z - Z0 + np.einsum("bjk,bkc->bjc", Kxs, softmax(Z) - Y)
+
+
+def jvp_J(sol: InnerSolution, tasks: Tasks, mu: float, V: np.ndarray) -> np.ndarray:
+    """J_t v_t = mu (A_t + mu I)^{-1} v_t for every task (V: (B, d, C)), through the n*C system at the solution."""
+    Xs, s = tasks.Xs, tasks.s
+    B, n, d = Xs.shape
+    C = tasks.n_classes
+    rhs = np.einsum("bja,bac->bjc", Xs, V) / mu
+    Zx = np.linalg.solve(sol.jac, rhs.reshape(B, n * C, 1)).reshape(B, n, C)
+    SZ = np.einsum("bjce,bje->bjc", _S(sol.P), Zx) * s[:, :, None]
+    return V - np.einsum("bja,bjc->bac", Xs, SZ) / n
+
+
+def query_grad(theta: np.ndarray, tasks: Tasks):
+    """Query loss per task, its gradient (B, d, C) and the query probabilities."""
+    C = tasks.n_classes
+    m = tasks.Xq.shape[1]
+    Zq = np.einsum("bja,bac->bjc", tasks.Xq, theta)
+    Pq = softmax(Zq)
+    Yq = onehot(tasks.yq, C)
+    loss = ce_loss(Zq, Yq, tasks.q)
+    g = np.einsum("bja,bjc->bac", tasks.Xq, tasks.q[:, :, None] * (Pq - Yq)) / m
+    return loss, g, Pq
+
+
+def query_accuracy(theta: np.ndarray, tasks: Tasks) -> np.ndarray:
+    Zq = np.einsum("bja,bac->bjc", tasks.Xq, theta)
+    return (Zq.argmax(-1) == tasks.yq).mean(-1)
+
+
+def kron_hessian(X: np.ndarray, w: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """(1/n) sum_j w_j kron(x_j x_j^T, S_j) as (B, D, D), coordinates a*C + c."""
+    B, n, d = X.shape
+    C = S.shape[-1]
+    T1 = (X[:, :, :, None, None] * (w[:, :, None, None] * S)[:, :, None, :, :]).reshape(B, n, d * C * C)
+    H = np.einsum("bjq,bjk->bqk", T1, X) / n  # (B, a c e, b)
+    return H.reshape(B, d, C, C, d).transpose(0, 1, 2, 4, 3).reshape(B, d * C, d * C)
+
+
+def dS_dir(P: np.ndarray, dz: np.ndarray) -> np.ndarray:
+    """Directional derivative of diag(p) - p p^T along logit change dz: diag(dp) - dp p^T - p dp^T, dp = S dz."""
+    dp = np.einsum("...ce,...e->...c", _S(P), dz)
+    return dp[..., :, None] * np.eye(P.shape[-1]) - dp[..., :, None] * P[..., None, :] - P[..., :, None] * dp[..., None, :]
+
+
+@dataclass
+class TaskDerivatives:
+    """Closed-form first/second/third-order pieces at the inner solutions, per task (D = d*C)."""
+
+    theta: np.ndarray  # (B, d, C)
+    loss_val: np.ndarray  # (B,)
+    g_val: np.ndarray  # (B, D)
+    Kinv: np.ndarray  # (B, D, D) (A + mu I)^{-1}
+    J: np.ndarray  # (B, D, D)
+    Hval: np.ndarray  # (B, D, D)
+    DAu: np.ndarray  # (B, D, D) third-order term DA[u], u = K^{-1} g_val
+    u: np.ndarray  # (B, D)
+    G: np.ndarray  # (B, D) total gradients J g_val
+    H_full: np.ndarray  # (B, D, D) J (Hval - DA[u]) J
+    H_sur: np.ndarray  # (B, D, D) J Hval J
+    P_s: np.ndarray  # (B, n, C)
+
+
+def task_derivatives(sol: InnerSolution, tasks: Tasks, mu: float, counter: Counter | None = None) -> TaskDerivatives:
+    B, n, d = tasks.Xs.shape
+    C = tasks.n_classes
+    D = d * C
+    A = kron_hessian(tasks.Xs, tasks.s, _S(sol.P))
+    K = A + mu * np.eye(D)
+    Kinv = np.linalg.inv(K)
+    if counter is not None:
+        counter.big_factorisations += B
+    J = mu * Kinv
+    loss, g, Pq = query_grad(sol.theta, tasks)
+    g = g.reshape(B, D)
+    Hval = kron_hessian(tasks.Xq, tasks.q, _S(Pq))
+    u = np.einsum("bij,bj->bi", Kinv, g)
+    dz = np.einsum("bja,bac->bjc", tasks.Xs, u.reshape(B, d, C))
+    DAu = kron_hessian(tasks.Xs, tasks.s, dS_dir(sol.P, dz))
+    G = np.einsum("bij,bj->bi", J, g)
+    H_sur = J @ Hval @ J
+    H_full = J @ (Hval - DAu) @ J
+    return TaskDerivatives(sol.theta, loss, g, Kinv, J, Hval, DAu, u, G, H_full, H_sur, sol.P)
+
+
+@dataclass
+class OuterResult:
+    lam: np.ndarray
+    sol: InnerSolution
+    der: TaskDerivatives
+    F: float
+    grad_norm: float
+    iters: int
+    counter: Counter
+
+
+def outer_value_grad(lam, tasks, mu, rho, theta0=None, counter=None):
+    """F(lam), its gradient sum_t G_t + rho lam (sample-space J products only) and the inner solution."""
+    sol = inner_solve(lam, tasks, mu, theta0=theta0, counter=counter)
+    loss, g, _ = query_grad(sol.theta, tasks)
+    G = jvp_J(sol, tasks, mu, g).reshape(len(tasks), -1)
+    return float(loss.sum() + 0.5 * rho * lam @ lam), G.sum(0) + rho * lam, sol
+
+
+def outer_solve(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray | None = None, tol: float = 1e-10,
+                max_iter: int = 30, third_order: bool = True, switch_tol: float = 1e-6, max_newton: int = 50,
+                verbose: bool = False) -> OuterResult:
+    """lam*: damped Newton with the exact total Hessian (third-order term included by default) until
+    ||grad F|| < switch_tol, then chord-Newton steps with the last Hessian until ||grad F|| < tol."""
+    counter = Counter()
+    D = tasks.dim
+    lam = np.zeros(D) if lam0 is None else np.asarray(lam0, float).copy()
+    F, grad, sol = outer_value_grad(lam, tasks, mu, rho, counter=counter)
+    n_newton = 0
+    for n_newton in range(1, max_newton + 1):  # damped Newton with the exact total Hessian
+        der = task_derivatives(sol, tasks, mu, counter)
+        H = (der.H_full if third_order else der.H_sur).sum(0) + rho * np.eye(D)
+        evals, evecs = np.linalg.eigh(H)
+        counter.big_factorisations += 1
+        floor = 1e-8 * evals.max()
+        Hinv = (evecs / np.maximum(np.abs(evals), floor)) @ evecs.T  # |H|^{-1}: a descent step when H is indefinite
+        step = -Hinv @ grad
+        t = 1.0
+        for _ in range(40):
+            Fn, gn_, soln = outer_value_grad(lam + t * step, tasks, mu, rho, theta0=sol.theta, counter=counter)
+            if Fn <= F + 1e-4 * t * grad @ step:
+                break
+            t *= 0.5
+        lam, F, grad, sol = lam + t * step, Fn, gn_, soln
+        counter.outer_iters += 1
+        if verbose:
+            print(f"newton {n_newton}: F {F:.10f} |grad| {np.linalg.norm(grad):.2e} step {t:g} min eig {evals.min():.2e}")
+        if np.linalg.norm(grad) < switch_tol:
+            break
+    it = 0
+    for it in range(1, max_iter + 1):
+        F, grad, sol = outer_value_grad(lam, tasks, mu, rho, theta0=sol.theta, counter=counter)
+        if np.linalg.norm(grad) < tol:
+            it -= 1
+            break
+        lam = lam - Hinv @ grad
+        counter.outer_iters += 1
+    der = task_derivatives(sol, tasks, mu, counter)
+    grad = der.G.sum(0) + rho * lam
+    F = float(der.loss_val.sum() + 0.5 * rho * lam @ lam)
+    return OuterResult(lam, sol, der, F, float(np.linalg.norm(grad)), n_newton + it, counter)
+
+
+@dataclass
+class RetrainResult:
+    lam: np.ndarray  # (P, D)
+    theta: np.ndarray  # (P, T, d, C)
+    grad_norm: np.ndarray  # (P,)
+    iters: int
+    counter: Counter
+
+
+def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.ndarray, W: np.ndarray,
+            Hc_inv: np.ndarray, S: np.ndarray | None = None, tol: float = 1e-10, max_iter: int = 60,
+            chunk: int = 400, refresh: int = 8) -> RetrainResult:
+    """Re-solve P edited outer problems side by side, warm-started, by chord-Newton steps lam -= Hc^{-1} grad F_p.
+
+    W: (P, T) task weights (0 removes a task); S: (P, T, n) support weights (0 removes a point) or None;
+    Hc_inv: (P, D, D) inverses of fixed Newton matrices (the total Hessian of the edited problem at lam*);
+    lam0: (D,) and theta0: (T, d, C) the full problem's solution (the warm start).
+    Iterates until every problem's ||grad F_p|| < tol.
+    """
+    counter = Counter()
+    P_, T = W.shape
+    B, n, d = tasks.Xs.shape
+    C = tasks.n_classes
+    D = d * C
+    lam = np.tile(np.asarray(lam0, float), (P_, 1))
+    theta = np.tile(theta0[None], (P_, 1, 1, 1))
+    s_all = np.broadcast_to(tasks.s, (P_, T, n)) if S is None else S
+    big = Tasks(np.broadcast_to(tasks.Xs, (P_,) + tasks.Xs.shape).reshape(P_ * T, n, d),
+                np.broadcast_to(tasks.ys, (P_, T, n)).reshape(P_ * T, n),
+                np.broadcast_to(tasks.Xq, (P_,) + tasks.Xq.shape).reshape(P_ * T, -1, d),
+                np.broadcast_to(tasks.yq, (P_,) + tasks.yq.shape).reshape(P_ * T, -1), C,
+                np.ascontiguousarray(s_all).reshape(P_ * T, n).astype(float),
+                np.broadcast_to(tasks.q, (P_,) + tasks.q.shape).reshape(P_ * T, -1).astype(float))
+    gn = np.full(P_, np.inf)
+    gn_prev = np.full(P_, np.inf)
+    lam_prev = lam.copy()
+    step = np.zeros_like(lam)
+    it = 0
+    Hc_inv = np.array(Hc_inv, copy=True)
+    grads = np.zeros((P_, D))
+    active = np.ones(P_, bool)
+    for it in range(1, max_iter + 1):
+        if it > 1 and it % refresh == 0:  # chord matrix refresh (a Newton step) for the problems still running
+            for p in np.flatnonzero(active):
+                sub = Tasks(tasks.Xs, tasks.ys, tasks.Xq, tasks.yq, C, np.asarray(s_all[p], float), tasks.q)
+                der = task_derivatives(inner_solve(lam[p], sub, mu, theta0=theta[p], counter=counter), sub, mu)
+                Hp = (W[p][:, None, None] * der.H_full).sum(0) + rho * np.eye(D)
+                Hc_inv[p] = np.linalg.inv(Hp)
+                counter.big_factorisations += T + 1
+        todo = np.flatnonzero(active)
+        per = max(1, chunk // T)
+        for c0 in range(0, len(todo), per):
+            rows = todo[c0:c0 + per]
+            idx = (rows[:, None] * T + np.arange(T)[None]).ravel()
+            sub = Tasks(big.Xs[idx], big.ys[idx], big.Xq[idx], big.yq[idx], C, big.s[idx], big.q[idx])
+            lam_rep = np.repeat(lam[rows], T, axis=0)
+            sol = inner_solve(lam_rep, sub, mu, theta0=theta[rows].reshape(-1, d, C), counter=counter)
+            _, g, _ = query_grad(sol.theta, sub)
+            G = jvp_J(sol, sub, mu, g).reshape(len(rows), T, D)
+            grads[rows] = (W[rows, :, None] * G).sum(1) + rho * lam[rows]
+            theta[rows] = sol.theta.reshape(len(rows), T, d, C)
+        gn[active] = np.linalg.norm(grads[active], axis=1)
+        active = gn >= tol
+        if not active.any():
+            it -= 1
+            break
+        worse = active & (gn > gn_prev)  # safeguard: a chord step that raised ||grad|| is halved and retried
+        ok = active & ~worse
+        if worse.any():
+            step[worse] *= 0.5
+            lam[worse] = lam_prev[worse] + step[worse]
+        if ok.any():
+            lam_prev[ok], gn_prev[ok] = lam[ok], gn[ok]
+            step[ok] = -np.einsum("pij,pj->pi", Hc_inv[ok], grads[ok])
+            lam[ok] = lam[ok] + step[ok]
+        counter.outer_iters += int(active.sum())
+    return RetrainResult(lam, theta, gn, it, counter)
+
+
+def adapt_and_eval(lam: np.ndarray, tasks: Tasks, mu: float, counter: Counter | None = None):
+    """Adapt to every task from each of P meta-parameters (lam: (P, D)); mean query loss and accuracy per lam."""
+    lam = np.atleast_2d(lam)
+    P_, T = len(lam), len(tasks)
+    big = Tasks(np.tile(tasks.Xs, (P_, 1, 1)), np.tile(tasks.ys, (P_, 1)), np.tile(tasks.Xq, (P_, 1, 1)),
+                np.tile(tasks.yq, (P_, 1)), tasks.n_classes, np.tile(tasks.s, (P_, 1)), np.tile(tasks.q, (P_, 1)))
+    sol = inner_solve(np.repeat(lam, T, axis=0), big, mu, counter=counter)
+    loss, _, _ = query_grad(sol.theta, big)
+    acc = query_accuracy(sol.theta, big)
+    return loss.reshape(P_, T).mean(1), acc.reshape(P_, T).mean(1)

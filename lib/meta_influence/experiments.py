@@ -1,0 +1,243 @@
+"""One function per figure: each returns plain results (DataFrames, dicts) for the notebook and the claims."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import pearsonr, spearmanr
+from sklearn.metrics import roc_auc_score, roc_curve
+
+from lib.common import limit_threads
+
+from . import bilevel as B
+from . import influence as I
+from .data import MetaData, make_meta_data
+
+
+@dataclass
+class Base:
+    """The trained setting-A model: data, lam*, the derivatives at the inner solutions, grad phi."""
+
+    md: MetaData
+    res: B.OuterResult
+    tg: I.TestGrad
+    mu: float
+    rho: float
+    train_seconds: float
+    test_acc: float
+
+
+@limit_threads(1)
+def train_base(cfg) -> Base:
+    rng = cfg.rng("data")
+    md = make_meta_data(rng, cfg.n_tasks, cfg.n_test_tasks, n_way=cfg.n_way, k_shot=cfg.k_shot, q_shot=cfg.q_shot,
+                        task_noise=cfg.task_noise, instance_noise=cfg.instance_noise, data_path=cfg.data_path)
+    t0 = time.perf_counter()
+    res = B.outer_solve(md.train, cfg.mu, cfg.rho)
+    secs = time.perf_counter() - t0
+    tg = I.test_gradient(res.lam, md.test, cfg.mu)
+    _, acc = B.adapt_and_eval(res.lam, md.test, cfg.mu)
+    return Base(md, res, tg, cfg.mu, cfg.rho, secs, float(acc[0]))
+
+
+def _loto_problems(base: Base, ks: np.ndarray):
+    T = len(base.md.train)
+    W = np.ones((len(ks), T))
+    W[np.arange(len(ks)), ks] = 0.0
+    H = I.total_hessian(base.res, base.rho, "full")
+    Hc_inv = np.linalg.inv(H[None] - base.res.der.H_full[ks])
+    return W, Hc_inv
+
+
+@limit_threads(1)
+def task_if_vs_loto(cfg, base: Base) -> dict:
+    """Figure 1 + 2: task-IF (full, surrogate, first-order, TracIn) against LOTO retraining, with the costs.
+
+    Timing is interleaved: all-task IF, LOTO, all-task IF again (IF's time is the mean of its two runs)."""
+    T = len(base.md.train)
+    ks = np.arange(T) if cfg.n_loto >= T else np.sort(cfg.rng("loto").choice(T, cfg.n_loto, replace=False))
+    tif_runs = []
+    for rep in range(2):
+        if rep == 1:
+            t0 = time.perf_counter()
+            W, Hc_inv = _loto_problems(base, ks)
+            rt = B.retrain(base.md.train, base.mu, base.rho, base.res.lam, base.res.sol.theta, W, Hc_inv)
+            ev = B.Counter()
+            phi, acc = B.adapt_and_eval(rt.lam, base.md.test, base.mu, counter=ev)
+            loto_secs = time.perf_counter() - t0
+            rt.counter.add(ev)
+        t0 = time.perf_counter()
+        # all-task IF from lam*: the derivatives at the inner solutions (T inner Hessians inverted), grad phi, solves
+        sol = B.inner_solve(base.res.lam, base.md.train, base.mu, theta0=base.res.sol.theta)
+        der = B.task_derivatives(sol, base.md.train, base.mu)
+        res = B.OuterResult(base.res.lam, sol, der, base.res.F, base.res.grad_norm, 0, B.Counter())
+        tg = I.test_gradient(base.res.lam, base.md.test, base.mu)
+        tif = I.task_if(res, tg, base.rho)
+        tif_runs.append(time.perf_counter() - t0)
+    actual = phi - base.tg.phi
+    df = pd.DataFrame({"task": ks, "actual": actual, "full": tif.full[ks], "surrogate": tif.surrogate[ks],
+                       "first_order": tif.first_order[ks], "tracin": tif.tracin[ks],
+                       "noisy": base.md.noisy_tasks[ks], "acc_after": acc})
+    stats = {}
+    for col in ("full", "surrogate", "first_order", "tracin"):
+        stats[col] = {"pearson": float(pearsonr(df[col], df.actual)[0]),
+                      "spearman": float(spearmanr(df[col], df.actual)[0])}
+    if_secs = float(np.mean(tif_runs))
+    if_solves = len(base.md.train) + len(base.md.test)  # inner solves at lam* (train tasks + test tasks)
+    cost = {"if_seconds": if_secs, "loto_seconds": loto_secs, "time_ratio": if_secs / loto_secs,
+            "if_inner_solves": if_solves, "loto_inner_solves": rt.counter.inner_solves,
+            "solve_ratio": if_solves / rt.counter.inner_solves, "loto_chord_steps": rt.counter.outer_iters,
+            "loto_max_grad": float(rt.grad_norm.max()), "n_loto": len(ks), "if_D_factorisations": T + 3,
+            "loto_D_factorisations": len(ks)}
+    return {"df": df, "stats": stats, "cost": cost, "tif": tif, "max_grad": float(rt.grad_norm.max())}
+
+
+@limit_threads(1)
+def ihvp_efficiency(cfg, base: Base, tif: I.TaskIF) -> dict:
+    """Figure 6: task-IF through CG and Neumann IHVPs against the exact solve."""
+    out = I.ihvp_study(tif.H, base.tg.grad_full, base.res.der.G, cfg.cg_iters, cfg.neumann_terms)
+    at = {"cg": min(cfg.cg_check, cfg.cg_iters), "neumann": min(cfg.neumann_check, cfg.neumann_terms)}
+    out["check"] = {k: float(out[k]["pearson"][at[k] - 1]) for k in ("cg", "neumann")}
+    out["at"] = at
+    return out
+
+
+def _removed_tasks_eval(base: Base, sets: list[np.ndarray]):
+    T = len(base.md.train)
+    W = np.ones((len(sets), T))
+    H = I.total_hessian(base.res, base.rho, "full")
+    Hc = np.repeat(H[None], len(sets), axis=0)
+    for p, sset in enumerate(sets):
+        W[p, sset] = 0.0
+        Hc[p] -= base.res.der.H_full[sset].sum(0)
+    rt = B.retrain(base.md.train, base.mu, base.rho, base.res.lam, base.res.sol.theta, W, np.linalg.inv(Hc))
+    loss, acc = B.adapt_and_eval(rt.lam, base.md.test, base.mu)
+    return loss, acc, rt
+
+
+@limit_threads(1)
+def task_cleaning(cfg, base: Base, tif: I.TaskIF) -> dict:
+    """Figure 3: meta-test loss/accuracy after removing the m most harmful tasks (by each score) vs random."""
+    T = len(base.md.train)
+    budgets = sorted({max(1, int(round(f * T))) for f in cfg.clean_fracs})
+    der = base.res.der
+    scores = {"task-IF": tif.full, "first-order IF": tif.first_order, "TracIn": tif.tracin,
+              "highest loss": -der.loss_val}  # ascending = remove first (most negative predicted change)
+    sets, labels = [], []
+    for name, sc in scores.items():
+        order = np.argsort(sc)
+        for m in budgets:
+            sets.append(order[:m])
+            labels.append((name, m, 0))
+    rng = cfg.rng("clean")
+    for r in range(cfg.n_random):
+        for m in budgets:
+            sets.append(rng.choice(T, m, replace=False))
+            labels.append(("random", m, r))
+    loss, acc, rt = _removed_tasks_eval(base, sets)
+    rows = [{"method": n, "m": m, "draw": r, "test_loss": l, "test_acc": a,
+             "noisy_recall": base.md.noisy_tasks[s].sum() / max(1, base.md.noisy_tasks.sum())}
+            for (n, m, r), l, a, s in zip(labels, loss, acc, sets)]
+    df = pd.DataFrame(rows)
+    base_row = {"test_loss": base.tg.phi, "test_acc": base.test_acc}
+    m10 = max(1, int(round(0.1 * T)))
+    m20 = max(1, int(round(0.2 * T)))
+    order = np.argsort(tif.full)
+    rec = {f"recall@{m}": float(base.md.noisy_tasks[order[:m]].sum() / max(1, base.md.noisy_tasks.sum()))
+           for m in (m10, m20)}
+    out = {"df": df, "base": base_row, "budgets": budgets, "recall": rec, "m10": m10, "m20": m20,
+           "max_grad": float(rt.grad_norm.max())}
+    if m10 in budgets:
+        rnd = df[(df.method == "random") & (df.m == m10)].test_loss
+        tif_loss = float(df[(df.method == "task-IF") & (df.m == m10)].test_loss.iloc[0])
+        out["c3_margin_sd"] = float((rnd.mean() - tif_loss) / max(rnd.std(ddof=1), 1e-12))
+    return out
+
+
+@limit_threads(1)
+def instance_cleaning(cfg, base: Base, tif: I.TaskIF) -> dict:
+    """Figure 4: flipped-label detection by instance-IF and baselines; instance-LOO on a sample."""
+    tasks = base.md.train
+    T, n = tasks.ys.shape
+    iif = I.instance_if(base.res, tasks, base.tg, tif.H, base.mu)
+    clean_tasks = ~base.md.noisy_tasks
+    y = base.md.flipped[clean_tasks].ravel()
+    scores = {"instance-IF": -iif.own[clean_tasks].ravel(),  # harmful: removal lowers the task's query loss
+              "first-order IF": -iif.own_first_order[clean_tasks].ravel(),
+              "TracIn": -iif.tracin[clean_tasks].ravel(),
+              "support loss": iif.loss[clean_tasks].ravel(),
+              "instance-IF (meta-test phi)": -iif.dphi[clean_tasks].ravel()}
+    k = int(y.sum())
+    metrics, rocs = {}, {}
+    for name, sc in scores.items():
+        fpr, tpr, _ = roc_curve(y, sc)
+        rocs[name] = (fpr, tpr)
+        top = np.argsort(-sc)[:k]
+        ks = np.arange(1, len(sc) + 1)
+        prec_curve = np.cumsum(y[np.argsort(-sc)]) / ks
+        metrics[name] = {"auroc": float(roc_auc_score(y, sc)), "precision@k": float(y[top].mean()),
+                         "prec_curve": prec_curve}
+    # instance-LOO ground truth on a sample: half flipped, half clean points of clean-label tasks
+    rng = cfg.rng("iloo")
+    cand_f = np.argwhere(base.md.flipped & clean_tasks[:, None])
+    cand_c = np.argwhere(~base.md.flipped & clean_tasks[:, None])
+    nf = min(len(cand_f), cfg.n_loo // 2)
+    pts = np.concatenate([cand_f[rng.choice(len(cand_f), nf, replace=False)],
+                          cand_c[rng.choice(len(cand_c), cfg.n_loo - nf, replace=False)]])
+    S = np.repeat(tasks.s[None], len(pts), axis=0)
+    S[np.arange(len(pts)), pts[:, 0], pts[:, 1]] = 0.0
+    Hc_inv = np.repeat(np.linalg.inv(tif.H)[None], len(pts), axis=0)
+    W = np.ones((len(pts), T))
+    rt = B.retrain(tasks, base.mu, base.rho, base.res.lam, base.res.sol.theta, W, Hc_inv, S=S)
+    phi, _ = B.adapt_and_eval(rt.lam, base.md.test, base.mu)
+    own_after = np.array([B.query_grad(rt.theta[p, pts[p, 0]][None], tasks.take([pts[p, 0]]))[0][0]
+                          for p in range(len(pts))])
+    own_before = base.res.der.loss_val[pts[:, 0]]
+    loo = pd.DataFrame({"task": pts[:, 0], "point": pts[:, 1], "flipped": base.md.flipped[pts[:, 0], pts[:, 1]],
+                        "actual_own": own_after - own_before, "pred_own": iif.own[pts[:, 0], pts[:, 1]],
+                        "pred_direct": iif.own_direct[pts[:, 0], pts[:, 1]],
+                        "actual_phi": phi - base.tg.phi, "pred_phi": iif.dphi[pts[:, 0], pts[:, 1]]})
+    corr = {"own_pearson": float(pearsonr(loo.pred_own, loo.actual_own)[0]),
+            "phi_pearson": float(pearsonr(loo.pred_phi, loo.actual_phi)[0]),
+            "indirect_share": float(np.abs(iif.own_indirect).sum() / np.abs(iif.own).sum())}
+    return {"iif": iif, "metrics": metrics, "rocs": rocs, "k": k, "loo": loo, "loo_corr": corr,
+            "max_grad": float(rt.grad_norm.max())}
+
+
+@limit_threads(1)
+def model_editing(cfg, base: Base, tif: I.TaskIF, inst: dict) -> pd.DataFrame:
+    """Figure 5: remove the top-m harmful support points (m = number flipped) by lam* + delta lam (IF) vs retraining
+    without them vs no edit; meta-train query accuracy (clean-label tasks, edited theta_k) and meta-test accuracy."""
+    tasks = base.md.train
+    T, n = tasks.ys.shape
+    iif = inst["iif"]
+    clean_tasks = ~base.md.noisy_tasks
+    sc = np.where(clean_tasks[:, None], -iif.own, -np.inf).ravel()
+    m = inst["k"]
+    top = np.argsort(-sc)[:m]
+    pts = [(int(i // n), int(i % n)) for i in top]
+    dlam, dtheta = I.edit_vectors(base.res, tasks, tif.H, pts, base.mu)
+    S = tasks.s.copy()
+    for k, j in pts:
+        S[k, j] = 0.0
+    rt = B.retrain(tasks, base.mu, base.rho, base.res.lam, base.res.sol.theta, np.ones((1, T)),
+                   np.linalg.inv(tif.H)[None], S=S[None])
+    theta0 = base.res.sol.theta
+    thetas = {"no edit": theta0, "IF edit": theta0 + dtheta.reshape(theta0.shape), "retrain": rt.theta[0]}
+    lams = {"no edit": base.res.lam, "IF edit": base.res.lam + dlam, "retrain": rt.lam[0]}
+    clean = tasks.take(np.flatnonzero(clean_tasks))
+    rows = []
+    for name in ("no edit", "IF edit", "retrain"):
+        tr_acc = float(B.query_accuracy(thetas[name][clean_tasks], clean).mean())
+        tr_loss = float(B.query_grad(thetas[name][clean_tasks], clean)[0].mean())
+        te_loss, te_acc = B.adapt_and_eval(lams[name], base.md.test, base.mu)
+        rows.append({"model": name, "train_query_acc": tr_acc, "train_query_loss": tr_loss,
+                     "test_acc": float(te_acc[0]), "test_loss": float(te_loss[0])})
+    df = pd.DataFrame(rows).set_index("model")
+    df.attrs["m"] = m
+    df.attrs["precision"] = float(base.md.flipped.ravel()[top].mean())
+    df.attrs["lam_rel_err"] = float(np.linalg.norm(dlam - (rt.lam[0] - base.res.lam))
+                                    / np.linalg.norm(rt.lam[0] - base.res.lam))
+    return df

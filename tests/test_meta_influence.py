@@ -1,0 +1,168 @@
+"""Unit tests of lib.meta_influence: closed forms against libraries and finite differences, invariants, the reader."""
+import gzip
+import shutil
+
+import numpy as np
+import pytest
+
+from lib.common import project_root
+from lib.common.userfiles import UserFileError
+from lib.meta_influence import bilevel as B
+from lib.meta_influence import data as Dm
+from lib.meta_influence import influence as I
+
+FIX = project_root() / "data" / "meta_influence" / "mnist"
+
+
+def _tiny(seed=0, T=4, mu=1.0):
+    rng = np.random.default_rng(seed)
+    md = Dm.make_meta_data(rng, T, 2, k_shot=3, q_shot=4)
+    return md
+
+
+def test_inner_solve_matches_sklearn_at_lambda_zero():
+    from sklearn.linear_model import LogisticRegression
+
+    md = _tiny()
+    tk = md.clean_train.take([0])
+    mu, n = 0.7, tk.Xs.shape[1]
+    sol = B.inner_solve(np.zeros(tk.dim), tk, mu)
+    clf = LogisticRegression(C=1.0 / (mu * n), fit_intercept=False, tol=1e-12, max_iter=10000)
+    clf.fit(tk.Xs[0], tk.ys[0])
+    assert np.allclose(sol.theta[0].T, clf.coef_, atol=1e-6)
+
+
+def test_total_gradient_and_hessian_match_finite_differences():
+    md = _tiny(1, T=2)
+    tk, mu = md.train, 1.0
+    rng = np.random.default_rng(3)
+    lam = 0.3 * rng.standard_normal(tk.dim)
+    der = B.task_derivatives(B.inner_solve(lam, tk, mu), tk, mu)
+
+    def F(l):
+        sol = B.inner_solve(l, tk, mu)
+        return B.query_grad(sol.theta, tk)[0].sum()
+
+    e = rng.standard_normal(tk.dim)
+    h = 1e-5
+    fd = (F(lam + h * e) - F(lam - h * e)) / (2 * h)
+    assert np.isclose(fd, der.G.sum(0) @ e, rtol=1e-6, atol=1e-9)
+    # the total Hessian (with the third-order term) against differences of the total gradient
+    def G(l):
+        return B.task_derivatives(B.inner_solve(l, tk, mu), tk, mu).G.sum(0)
+
+    fdH = (G(lam + h * e) - G(lam - h * e)) / (2 * h)
+    assert np.allclose(fdH, der.H_full.sum(0) @ e, rtol=1e-5, atol=1e-8)
+    assert not np.allclose(fdH, der.H_sur.sum(0) @ e, rtol=1e-5, atol=1e-8)  # the third-order term matters
+
+
+def test_third_order_term_matches_torch_func():
+    torch = pytest.importorskip("torch")
+    from torch.func import jvp, hessian
+
+    md = _tiny(2, T=1)
+    tk, mu = md.train, 1.0
+    lam = np.zeros(tk.dim)
+    sol = B.inner_solve(lam, tk, mu)
+    der = B.task_derivatives(sol, tk, mu)
+    X = torch.tensor(tk.Xs[0])
+    y = torch.tensor(tk.ys[0])
+    n, d = X.shape
+
+    def Lsup(th):
+        return torch.nn.functional.cross_entropy(X @ th.reshape(d, 5), y, reduction="mean")
+
+    th = torch.tensor(sol.theta[0].ravel())
+    u = torch.tensor(der.u[0])
+    A = hessian(Lsup)(th).numpy()
+    assert np.allclose(A + mu * np.eye(tk.dim), np.linalg.inv(der.Kinv[0]), atol=1e-8)
+    DA = jvp(lambda t: hessian(Lsup)(t), (th,), (u,))[1].numpy()
+    assert np.allclose(DA, der.DAu[0], atol=1e-8)
+
+
+def test_cg_and_neumann_match_solve():
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.standard_normal((30, 30)))[0]
+    H = Q @ np.diag(np.linspace(0.5, 2.0, 30)) @ Q.T
+    b = rng.standard_normal(30)
+    x = np.linalg.solve(H, b)
+    assert np.allclose(I.cg_path(H, b, 60)[-1], x, atol=1e-8)
+    eta = 1 / I.power_lambda_max(H)
+    assert np.allclose(I.neumann_path(H, b, 400, eta)[-1], x, atol=1e-8)
+    assert abs(eta * 2.0 - 1) < 1e-2
+
+
+def test_task_if_tends_to_first_order_as_mu_grows():
+    md = _tiny(4, T=5)
+    gaps = []
+    for mu in (1.0, 1e3):
+        res = B.outer_solve(md.train, mu, 0.1)
+        tg = I.test_gradient(res.lam, md.test, mu)
+        tif = I.task_if(res, tg, 0.1)
+        gaps.append(np.abs(tif.full - tif.first_order).max() / np.abs(tif.first_order).max())
+    assert gaps[1] < 0.01 < gaps[0]
+
+
+def test_pools_disjoint_and_flip_mask_exact():
+    rng = np.random.default_rng(5)
+    pools = Dm.load_pools(rng)
+    assert len(pools.X_train) + len(pools.X_test) == 1797
+    md = _tiny(6, T=10)
+    tr = md.clean_train
+    for t in range(len(tr)):
+        assert not set(tr.meta["support_idx"][t]) & set(tr.meta["query_idx"][t])
+    assert (md.flipped == (md.train.ys != _noisy_ys(md))).all() and md.flipped.sum() > 0
+    assert not md.flipped[md.noisy_tasks].any()
+
+
+def _noisy_ys(md):
+    ys = md.clean_train.ys.copy()
+    return np.where(md.noisy_tasks[:, None], md.train.ys, ys)
+
+
+def test_retrain_loto_matches_cold_solve():
+    md = _tiny(7, T=6)
+    mu, rho = 1.0, 0.1
+    res = B.outer_solve(md.train, mu, rho)
+    H = I.total_hessian(res, rho)
+    W = np.ones((1, 6))
+    W[0, 2] = 0
+    rt = B.retrain(md.train, mu, rho, res.lam, res.sol.theta, W, np.linalg.inv(H - res.der.H_full[2])[None])
+    cold = B.outer_solve(md.train.take([0, 1, 3, 4, 5]), mu, rho)
+    assert np.allclose(rt.lam[0], cold.lam, atol=1e-7)
+
+
+def test_mnist_fixture_reads_and_downsamples(tmp_path):
+    m = Dm.check_mnist(FIX)
+    assert m["train_images"].shape == (20, 28, 28)
+    X = Dm.downsample_8x8(m["train_images"])
+    assert X.shape == (20, 64) and X.min() >= 0 and X.max() <= 16
+    img = np.zeros((1, 28, 28), np.uint8)
+    img[0, :2, :2] = 255  # the top-left 2x2 corner lands in block (0, 0) after 2-pixel padding
+    out = Dm.downsample_8x8(img).reshape(8, 8)
+    assert np.isclose(out[0, 0], 16 * 4 / 16) and out.sum() == out[0, 0]
+    for f in FIX.iterdir():  # gzipped copies read the same
+        with open(f, "rb") as src, gzip.open(tmp_path / (f.name + ".gz"), "wb") as dst:
+            shutil.copyfileobj(src, dst)
+    assert (Dm.check_mnist(tmp_path)["test_labels"] == m["test_labels"]).all()
+
+
+def test_bad_magic_and_size_fail_clearly(tmp_path):
+    for f in FIX.iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    raw = (tmp_path / "train-images-idx3-ubyte").read_bytes()
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(b"\x01\x02" + raw[2:])
+    with pytest.raises(UserFileError, match="data_path.*magic|magic.*|not an IDX"):
+        Dm.check_mnist(tmp_path)
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(raw[:-10])
+    with pytest.raises(UserFileError, match="truncated"):
+        Dm.check_mnist(tmp_path)
+
+
+def test_config_refuses_bad_parameters():
+    import lib.meta_influence as paper
+
+    with pytest.raises(ValueError, match="mu"):
+        paper.config(mu=-1, verbose=False)
+    with pytest.raises(ValueError, match="n_tasks"):
+        paper.config(n_tasks=2, verbose=False)
