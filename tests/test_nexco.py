@@ -381,7 +381,10 @@ def test_regenerating_reproduces_the_shipped_instances_and_labels(capsys):
 # --- the shipped quick denoisers (lib.nexco.checkpoints) -------------------------------------------------------
 def test_shipped_denoisers_match_their_provenance_and_the_training_script():
     """The checkpoint is what ``python -m lib.nexco.checkpoints`` makes: its parameters hash to the provenance
-    entry, and re-training each model's first PREFIX_STEPS steps with the run's recipe gives the stored digest."""
+    entry, and re-training each model's first PREFIX_STEPS steps with the run's recipe reproduces the stored losses of
+    those steps. Within a tolerance, not bit for bit: the stored ``_prefix`` parameter digest depends on the CPU's
+    floating-point kernels (it matched on the machine that made the file and differs on an AMD EPYC by 4e-4 in the
+    twin model's 10th loss), while a changed recipe (seed, step size, data order) moves the losses by far more."""
     import hashlib
     import json
 
@@ -397,8 +400,13 @@ def test_shipped_denoisers_match_their_provenance_and_the_training_script():
     assert all(m.loaded and m.steps == cfg.train_steps for m in models.values())
     arrays = load_npz(ck.path())
     train = load_mis("mis_er50_train", count=cfg.n_train)
+    from lib.nexco.experiments import train_one
+
     for name in cfg.models:
-        assert ck.prefix_digest(cfg, train, name) == str(arrays[f"{name}/_prefix"]), name
+        rerun = np.asarray(train_one(cfg, train, name, steps_run=ck.PREFIX_STEPS).losses)
+        stored = arrays[f"{name}/_losses"][:ck.PREFIX_STEPS]
+        np.testing.assert_allclose(rerun, stored, rtol=2e-3, err_msg=name)
+        assert len(str(arrays[f"{name}/_prefix"])) == 64  # the digest is still shipped (exact on the making machine)
         assert json.loads(str(arrays[f"{name}/_config"]))["time_cond"] == (name == "twin")
 
 
