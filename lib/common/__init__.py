@@ -26,6 +26,13 @@ import os as _os
 for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_HUB_DISABLE_TELEMETRY"):
     _os.environ.setdefault(_var, "1")
 
+# Libraries that import tqdm.auto inside a kernel (transformers does) warn "IProgress not found. Please update jupyter
+# and ipywidgets" into the first cell's output when ipywidgets is absent; the suite's own bars are plain-text tqdm, so
+# the advice does not apply: drop that one warning.
+import warnings as _warnings
+
+_warnings.filterwarnings("ignore", message="IProgress not found")
+
 
 def _quiet_kernel_shutdown() -> None:
     """Inside a Jupyter kernel: drop ipykernel's "KeyboardInterrupt caught in kernel" log line, which jupyter_client's
