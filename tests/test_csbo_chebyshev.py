@@ -9,7 +9,8 @@ from numpy.polynomial import chebyshev as C
 
 from lib.csbo_chebyshev import bases, config
 from lib.csbo_chebyshev.data import read_idx, read_mnist
-from lib.csbo_chebyshev.make_data import idx_bytes, write_fixture
+from lib.common.mnist import idx_bytes
+from lib.csbo_chebyshev.make_data import write_fixture
 from lib.csbo_chebyshev.sta import ObsTable, TwoLinkSTA, reduced_solution
 from lib.csbo_chebyshev.stocbio import Lane, Streams, run_lanes
 

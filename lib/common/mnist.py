@@ -7,6 +7,7 @@ its labels idx1 (n integers in 0..9). Files may be plain or gzip-compressed (as 
     arr = read_idx("train-images-idx3-ubyte.gz", ndim=3)       # one file, every header field and the size checked
     m = read_mnist("path/to/mnist")                            # the four files of a folder: train/test images, labels
     data = idx_bytes(np.zeros((2, 28, 28), np.uint8))          # an array as IDX bytes (fixture scripts)
+    digests = write_mnist(folder, arrays)                      # the four files from arrays, {name: sha256}
 
 Errors are :class:`~lib.common.userfiles.UserFileError` naming the parameter, the file and what was found.
 """
@@ -108,4 +109,19 @@ def idx_bytes(arr: np.ndarray) -> bytes:
     return header + arr.tobytes()
 
 
-__all__ = ["MNIST_EXPECTED", "MNIST_FILES", "idx_bytes", "read_idx", "read_mnist"]
+def write_mnist(folder, arrays: dict) -> dict:
+    """Write ``arrays`` (keys of :data:`MNIST_FILES`) as MNIST's four plain IDX files in ``folder``; returns
+    ``{file name: sha256}`` (fixture scripts)."""
+    import hashlib
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for key, stem in MNIST_FILES.items():
+        data = idx_bytes(arrays[key])
+        (folder / stem).write_bytes(data)
+        out[stem] = hashlib.sha256(data).hexdigest()
+    return out
+
+
+__all__ = ["MNIST_EXPECTED", "MNIST_FILES", "idx_bytes", "read_idx", "read_mnist", "write_mnist"]

@@ -79,7 +79,11 @@ def check_seed(name: str, value: Any) -> int:
 
 
 def check_path(name: str, value: Any, *, must_exist: bool = True, allow_none: bool = True) -> Path | None:
-    """A path to an existing file or folder (``None`` allowed by default: use the offline stand-in)."""
+    """A path to an existing file or folder (``None`` allowed by default: use the offline stand-in).
+
+    A relative path that does not exist from the working folder is also looked up from the project root, so that
+    ``data_path="data/<slug>/..."`` works both from the repository root and from a notebook running in ``notebooks/``.
+    """
     if value is None:
         if allow_none:
             return None
@@ -87,6 +91,11 @@ def check_path(name: str, value: Any, *, must_exist: bool = True, allow_none: bo
     if not isinstance(value, (str, Path)) or str(value) == "":
         raise _fail(name, value, "None or a path (str)" if allow_none else "a path (str)")
     p = Path(value).expanduser()
+    if not p.exists() and not p.is_absolute():
+        from .paths import project_root
+
+        if (project_root() / p).exists():
+            p = project_root() / p
     if must_exist and not p.exists():
         raise ValueError(f"parameter {name!r} got {str(value)!r}; no such file or folder")
     return p

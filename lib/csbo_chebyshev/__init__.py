@@ -9,9 +9,7 @@ reader), :mod:`.experiments` (one function per figure and claim), :mod:`.plots`,
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from lib.common import check_float, check_int, check_path, make_config, project_root
+from lib.common import check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
 from .data import MNIST_EXPECTED
@@ -47,15 +45,6 @@ SIZES = {
 }
 
 
-def _resolve_data_path(data_path):
-    """A path relative to the working folder or, failing that, to the project root (notebooks run in notebooks/)."""
-    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
-        in_root = project_root() / Path(data_path)
-        if in_root.exists():
-            return str(in_root)
-    return data_path
-
-
 def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, obs_noise=0.01, T_a=None, T_b=None,
            seeds_a=None, seeds_b=None, verbose=True):
     """Validate the notebook's parameters and build the run configuration.
@@ -70,7 +59,7 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ob
     check_int("T_b", T_b, lo=2, hi=100000, allow_none=True)
     check_int("seeds_a", seeds_a, lo=1, hi=50, allow_none=True)
     check_int("seeds_b", seeds_b, lo=1, hi=20, allow_none=True)
-    data_path = check_path("data_path", _resolve_data_path(data_path))
+    data_path = check_path("data_path", data_path)
     if data_path is not None:
         from lib.common.userfiles import check_user_file
 

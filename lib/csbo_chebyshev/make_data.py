@@ -8,14 +8,13 @@ offline. The files are written plain (MNIST's site serves them gzip-compressed; 
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from lib.common import data_dir
 
-from lib.common.mnist import MNIST_FILES, idx_bytes
+from lib.common.mnist import write_mnist
 
 SEED = 2026
 N_TRAIN, N_TEST, SIDE = 12, 6, 28
@@ -23,18 +22,12 @@ N_TRAIN, N_TEST, SIDE = 12, 6, 28
 
 def write_fixture(folder: Path | None = None) -> dict:
     folder = Path(folder) if folder is not None else data_dir("csbo_chebyshev") / "mnist"
-    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
     arrays = {"train_images": rng.integers(0, 256, (N_TRAIN, SIDE, SIDE), dtype=np.uint8),
               "train_labels": rng.integers(0, 10, N_TRAIN, dtype=np.uint8),
               "test_images": rng.integers(0, 256, (N_TEST, SIDE, SIDE), dtype=np.uint8),
               "test_labels": rng.integers(0, 10, N_TEST, dtype=np.uint8)}
-    out = {}
-    for key, stem in MNIST_FILES.items():
-        data = idx_bytes(arrays[key])
-        (folder / stem).write_bytes(data)
-        out[stem] = hashlib.sha256(data).hexdigest()
-    return out
+    return write_mnist(folder, arrays)
 
 
 def main() -> None:

@@ -9,9 +9,7 @@ sweep), :mod:`.nets` (flat-parameter CNN/MLP, GD/SGD-momentum/Adam, HVP power it
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from lib.common import check_float, check_int, check_path, make_config, project_root
+from lib.common import check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
 SLUG = "gd_direction"
@@ -34,15 +32,6 @@ LOADERS = {
         kind="folder", target="data_batch_1",
         expected="the CIFAR-10 python version: cifar-10-batches-py with data_batch_1..5, test_batch, batches.meta"),
 }
-
-
-def _resolve_data_path(data_path):
-    """A path relative to the working folder or, failing that, to the project root (notebooks run in notebooks/)."""
-    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
-        in_root = project_root() / Path(data_path)
-        if in_root.exists():
-            return str(in_root)
-    return data_path
 
 
 def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, mu=1.0, n_starts=None,
@@ -76,7 +65,7 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, mu
     mlp_lr = check_float("mlp_lr", mlp_lr, lo=0.0, lo_open=True, hi=10.0)
     mlp_wd = check_float("mlp_wd", mlp_wd, lo=0.0, hi=10.0)
     check_int("mlp_steps", mlp_steps, lo=20, hi=100000, allow_none=True)
-    data_path = check_path("data_path", _resolve_data_path(data_path))
+    data_path = check_path("data_path", data_path)
     if data_path is not None:
         from .data import check_cifar10
 

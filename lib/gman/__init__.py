@@ -8,9 +8,7 @@ contributions, shape and distance functions), :mod:`.experiments`, :mod:`.plots`
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from lib.common import check_float, check_int, check_path, make_config, project_root
+from lib.common import check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
 from .data import PHYSIONET_EXPECTED
@@ -28,14 +26,6 @@ SIZES = {
 }
 
 
-def _resolve_data_path(data_path):
-    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
-        in_root = project_root() / Path(data_path)
-        if in_root.exists():
-            return str(in_root)
-    return data_path
-
-
 def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, n_patients=None, n_markers=None,
            hidden=None, epochs=None, n_seeds=None, tau=60.0, lr=1e-2, verbose=True):
     """Validate the notebook's parameters and build the run configuration.
@@ -51,7 +41,7 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, n_
     check_int("n_seeds", n_seeds, lo=1, hi=20, allow_none=True)
     tau = check_float("tau", tau, lo=5.0, hi=300.0)
     lr = check_float("lr", lr, lo=1e-5, hi=1.0)
-    data_path = check_path("data_path", _resolve_data_path(data_path))
+    data_path = check_path("data_path", data_path)
     if data_path is not None:
         from lib.common.userfiles import check_user_file
 

@@ -8,9 +8,7 @@ warm-started retraining), :mod:`.influence` (task-IF, instance-IF, CG/Neumann IH
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from lib.common import check_float, check_int, check_path, make_config, project_root
+from lib.common import check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
 from .data import MNIST_EXPECTED
@@ -36,15 +34,6 @@ SIZES = {
 }
 
 
-def _resolve_data_path(data_path):
-    """A path relative to the working folder or, failing that, to the project root (notebooks run in notebooks/)."""
-    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
-        in_root = project_root() / Path(data_path)
-        if in_root.exists():
-            return str(in_root)
-    return data_path
-
-
 def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, n_tasks=None, n_test_tasks=None,
            mu=1.0, rho=1.0, n_way=5, k_shot=5, q_shot=10, task_noise=0.1, instance_noise=0.1, n_loo=None,
            verbose=True):
@@ -66,7 +55,7 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, n_
     task_noise = check_float("task_noise", task_noise, lo=0.0, hi=0.9)
     instance_noise = check_float("instance_noise", instance_noise, lo=0.0, hi=0.9)
     check_int("n_loo", n_loo, lo=4, hi=1000, allow_none=True)
-    data_path = check_path("data_path", _resolve_data_path(data_path))
+    data_path = check_path("data_path", data_path)
     if data_path is not None:
         from lib.common.userfiles import check_user_file
 

@@ -8,13 +8,12 @@ downsampling are tested offline. Written plain (MNIST's site serves them gzip-co
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
 from lib.common import data_dir
-from lib.common.mnist import MNIST_FILES, idx_bytes
+from lib.common.mnist import write_mnist
 
 SEED = 2226
 N_TRAIN, N_TEST, SIDE = 20, 10, 28
@@ -22,18 +21,12 @@ N_TRAIN, N_TEST, SIDE = 20, 10, 28
 
 def write_fixture(folder: Path | None = None) -> dict:
     folder = Path(folder) if folder is not None else data_dir("meta_influence") / "mnist"
-    folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(SEED)
     arrays = {"train_images": rng.integers(0, 256, (N_TRAIN, SIDE, SIDE), dtype=np.uint8),
               "train_labels": (np.arange(N_TRAIN) % 10).astype(np.uint8),
               "test_images": rng.integers(0, 256, (N_TEST, SIDE, SIDE), dtype=np.uint8),
               "test_labels": (np.arange(N_TEST) % 10).astype(np.uint8)}
-    out = {}
-    for key, stem in MNIST_FILES.items():
-        data = idx_bytes(arrays[key])
-        (folder / stem).write_bytes(data)
-        out[stem] = hashlib.sha256(data).hexdigest()
-    return out
+    return write_mnist(folder, arrays)
 
 
 def main() -> None:

@@ -11,9 +11,7 @@ and the OFF fixture).
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from lib.common import check_choice, check_float, check_int, check_path, make_config, project_root
+from lib.common import check_choice, check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
 from .data import MODELNET_EXPECTED
@@ -42,15 +40,6 @@ SIZES = {
 }
 
 
-def _resolve_data_path(data_path):
-    """A path relative to the working folder or, failing that, to the project root (notebooks run in notebooks/)."""
-    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
-        in_root = project_root() / Path(data_path)
-        if in_root.exists():
-            return str(in_root)
-    return data_path
-
-
 def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, eps=0.1, beta=0.5, tau_c=0.1,
            epochs=None, h=None, n_slices=None, n_quantiles=None, pgd_steps=None, seeds=None, verbose=True):
     """Validate the notebook's parameters and build the run configuration.
@@ -71,7 +60,7 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ep
     check_int("n_quantiles", n_quantiles, lo=1, hi=64, allow_none=True)
     check_int("pgd_steps", pgd_steps, lo=1, hi=20, allow_none=True)
     check_int("seeds", seeds, lo=1, hi=10, allow_none=True)
-    data_path = check_path("data_path", _resolve_data_path(data_path))
+    data_path = check_path("data_path", data_path)
     if data_path is not None:
         from lib.common.userfiles import check_user_file
 
