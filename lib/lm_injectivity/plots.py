@@ -1,4 +1,6 @@
-"""Figures of the notebook (matplotlib/seaborn in the suite's style). Each returns the figure."""
+"""Figures of the notebook (matplotlib/seaborn in the suite's style). Each returns the figure.
+
+Legends sit below the panels (one per figure), so that none covers data; axis labels use mathtext."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -9,6 +11,19 @@ import seaborn as sns
 from .collisions import COLLISION_THRESHOLD
 
 _MODEL_COLORS = {"init": "C0", "trained": "C1"}
+
+
+def _legend_below(fig, handles=None, labels=None, ncol=3, ax=None):
+    """One legend for the whole figure, centred below its panels (outside every axes)."""
+    if handles is None:
+        handles, labels = [], []
+        for a in ([ax] if ax is not None else fig.axes):
+            for h, lab in zip(*a.get_legend_handles_labels()):
+                if lab not in labels:
+                    handles.append(h)
+                    labels.append(lab)
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(ncol, len(labels)),
+               frameon=False, fontsize=8)
 
 
 def _threshold(ax, label=True):
@@ -26,11 +41,11 @@ def min_distance_by_layer(summary: pd.DataFrame, title: str):
     _threshold(ax)
     ax.set_yscale("log")
     ax.set_xticks(sorted(summary.layer.unique()))
-    ax.set_xlabel("layer ℓ")
-    ax.set_ylabel("min pairwise L2 distance of last-token states")
+    ax.set_xlabel(r"layer $\ell$")
+    ax.set_ylabel(r"$\min_{i\neq j}\,\|h_\ell(s_i)-h_\ell(s_j)\|_2$")
     ax.set_ylim(COLLISION_THRESHOLD / 10, None)
     ax.set_title(title)
-    ax.legend(loc="lower right")
+    _legend_below(fig, ncol=5)
     return fig
 
 
@@ -42,10 +57,11 @@ def nn_boxplots(nn: pd.DataFrame, title: str):
                 ax=ax)
     _threshold(ax)
     ax.set_ylim(COLLISION_THRESHOLD / 10, None)
-    ax.set_xlabel("layer ℓ")
-    ax.set_ylabel("distance to the nearest other prompt")
+    ax.set_xlabel(r"layer $\ell$")
+    ax.set_ylabel(r"$\min_{j\neq i}\,\|h_\ell(s_i)-h_\ell(s_j)\|_2$")
     ax.set_title(title)
-    ax.legend(loc="lower right")
+    ax.get_legend().remove()
+    _legend_below(fig)
     return fig
 
 
@@ -65,9 +81,9 @@ def distance_vs_length(df: pd.DataFrame, title: str):
     ax.minorticks_off()
     ax.set_ylim(COLLISION_THRESHOLD / 10, None)
     ax.set_xlabel("prompt length (tokens)")
-    ax.set_ylabel("pairwise L2 distance, last layer (band: min–max)")
+    ax.set_ylabel(r"$\|h_L(s_i)-h_L(s_j)\|_2$ (band: min to max)")
     ax.set_title(title)
-    ax.legend(loc="lower right", ncol=2)
+    _legend_below(fig, ncol=5)
     return fig
 
 
@@ -84,9 +100,9 @@ def exhaustive(nn: pd.DataFrame, summary: pd.DataFrame, title: str):
     _threshold(ax)
     ax.set_ylim(COLLISION_THRESHOLD / 10, None)
     ax.set_xlabel("model")
-    ax.set_ylabel("L2 distance, last layer")
+    ax.set_ylabel(r"$\|h_L(s_i)-h_L(s_j)\|_2$")
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=7.5)
+    _legend_below(fig, ncol=5)
     return fig
 
 
@@ -99,7 +115,7 @@ def min_distance_vs_step(curve: pd.DataFrame, losses, title: str):
     ax.set_yscale("log")
     ax.set_ylim(COLLISION_THRESHOLD / 10, None)
     ax.set_xlabel("training step")
-    ax.set_ylabel("min pairwise L2 distance")
+    ax.set_ylabel(r"$\min_{i\neq j}\,\|h_\ell(s_i)-h_\ell(s_j)\|_2$")
     ax2 = ax.twinx()
     if len(losses):
         ax2.plot(np.arange(1, len(losses) + 1), losses, color="0.6", lw=1, label="training loss")
@@ -108,7 +124,7 @@ def min_distance_vs_step(curve: pd.DataFrame, losses, title: str):
     ax.set_title(title)
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, loc="center right", ncol=2, fontsize=7.5)
+    _legend_below(fig, h1 + h2, l1 + l2, ncol=6)
     return fig
 
 
@@ -130,8 +146,11 @@ def inversion(summary: pd.DataFrame, vocab_size: int, title: str):
     ax.set_yscale("log")
     ax.set_ylabel("seconds per prompt")
     for i, r in enumerate(s.itertuples()):
-        ax.text(i, r.time_s_mean, f"acc {r.token_acc:.2f}\nexact {r.exact_rate:.2f}", ha="center", va="bottom",
+        top = r.time_s_mean + (r.time_s_sd if np.isfinite(r.time_s_sd) else 0.0)
+        ax.text(i, top, f"acc {r.token_acc:.2f}\nexact {r.exact_rate:.2f}", ha="center", va="bottom",
                 fontsize=7.5)
+    lo, hi = ax.get_ylim()
+    ax.set_ylim(lo, hi * 2.0)  # room for the accuracy labels above the error bars
     for ax in axes:
         ax.tick_params(axis="x", labelrotation=15, labelsize=8)
     fig.suptitle(title, fontsize=11)
@@ -144,19 +163,23 @@ def time_vs_layer(df: pd.DataFrame, title: str):
     fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.8))
     g = df.groupby(["length", "layer"], as_index=False).agg(time_s=("time_s", "mean"),
                                                             calls=("calls_per_token", "mean"))
+    lengths = sorted(g.length.unique())
     for length, d in g.groupby("length"):
         axes[0].plot(d.layer, d.time_s, marker="o", label=f"{length} tokens")
         axes[1].plot(d.layer, d.calls, marker="o", label=f"{length} tokens")
+    if len(lengths) == 1:
+        title = f"{title} ({lengths[0]}-token prompts)"
     axes[0].set_ylabel("inversion time per prompt (s)")
     axes[1].set_ylabel("verifier calls per token")
     axes[1].set_yscale("log")
     for ax in axes:
-        ax.set_xlabel("layer ℓ")
+        ax.set_xlabel(r"layer $\ell$")
         ax.set_xticks(sorted(df.layer.unique()))
-        ax.legend(fontsize=7.5)
     axes[0].set_ylim(0, None)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    if len(lengths) > 1:
+        _legend_below(fig, ax=axes[0], ncol=len(lengths))
     return fig
 
 
@@ -167,12 +190,12 @@ def negative_controls(ctrl, title: str):
     q = ctrl.quant
     for layer, d in q.groupby("layer"):
         ax.plot(d.bits.astype(str).where(d.bits != 32, "float32"), d.colliding_pairs, marker="o",
-                label=f"layer {layer}")
+                label=f"{layer}")
     ax.set_yscale("symlog", linthresh=1)
     ax.set_xlabel("bits per coordinate")
     ax.set_ylabel("colliding prompt pairs (identical codes)")
     ax.set_title("quantized states collide", fontsize=10)
-    ax.legend(fontsize=7.5)
+    ax.legend(fontsize=7.5, title="layer", title_fontsize=7.5, loc="upper right")
     ax = axes[1]
     t = ctrl.tied
     floor = 1e-9
@@ -183,9 +206,9 @@ def negative_controls(ctrl, title: str):
     ax.set_yscale("log")
     ax.set_xlabel("prompt pair (differ only by v1 ↔ v2)")
     ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    ax.set_ylabel("L2 distance, last layer")
+    ax.set_ylabel(r"$\|h_L(s_i)-h_L(s_j)\|_2$")
     ax.set_title("tied embeddings collide exactly", fontsize=10)
-    ax.legend(fontsize=7.5, loc="center right")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
+    _legend_below(fig, ax=axes[1], ncol=3)
     return fig
