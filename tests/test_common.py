@@ -358,3 +358,16 @@ def test_plain_log_labels_use_1_2_5_steps_on_short_ranges():
     assert "0.2" in xt and "0.5" in xt  # 1 decade: 1-2-5 steps, plain text
     assert "1000" in yt and "2000" not in yt  # 6 decades: powers of ten only
     plt.close(fig)
+
+
+def test_ppo_clip_loss_is_the_clipped_surrogate():
+    import torch
+
+    from lib.common.policy_gradient import ppo_clip_loss
+
+    ratio = torch.tensor([1.5, 0.5, 1.0])
+    adv = torch.tensor([1.0, -1.0, 2.0])
+    logp_old = torch.zeros(3)
+    loss = ppo_clip_loss(torch.log(ratio), logp_old, adv, clip=0.2)
+    # per sample max(-A r, -A clip(r, 0.8, 1.2)): -1.2, 0.8, -2.0
+    assert abs(float(loss) - (-1.2 + 0.8 - 2.0) / 3) < 1e-6

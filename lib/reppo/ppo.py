@@ -20,6 +20,9 @@ import pandas as pd
 import torch
 from torch import nn
 
+
+from lib.common.policy_gradient import ppo_clip_loss  # noqa: F401  (re-exported)
+
 from .envs import env_spec, make_env
 from .networks import Adam, RewardScaler, RunningNorm, gaussian_log_prob, tanh_mlp
 from .reppo import _threads
@@ -43,12 +46,6 @@ class PpoHP:
     layers: int = 3
     reward_scale: Optional[float] = None  # None: the environment's fixed scale (envs.env_spec), as REPPO
     reward_norm: bool = False  # CleanRL's running return normalisation instead of the fixed scale
-
-
-def ppo_clip_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
-    """The clipped surrogate (to minimise): mean of max(−A ρ, −A clip(ρ, 1 − ε, 1 + ε))."""
-    ratio = torch.exp(logp_new - logp_old)
-    return torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
 
 
 def gae(rewards, values, next_values, dones, gamma: float, lam: float) -> torch.Tensor:

@@ -14,6 +14,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+
+from lib.common.policy_gradient import ppo_clip_loss  # noqa: F401  (re-exported)
+
 from .a2c import A2CHP, Critic, Rollout, RunResult, TorchActor, final_of, gae
 from .envs import VecEnv, evaluate
 
@@ -33,12 +36,6 @@ class PPOHP:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 64
-
-
-def ppo_clip_loss(logp_new: torch.Tensor, logp_old: torch.Tensor, adv: torch.Tensor, clip: float) -> torch.Tensor:
-    """The clipped surrogate to minimise: mean of max(−Â ρ, −Â clip(ρ, 1 − ε, 1 + ε)), ρ = exp(logp_new − logp_old)."""
-    ratio = torch.exp(logp_new - logp_old)
-    return torch.maximum(-adv * ratio, -adv * ratio.clamp(1 - clip, 1 + clip)).mean()
 
 
 def train_ppo(env_name: str, hp: PPOHP = PPOHP(), total_steps: int = 100_000, seed: int = 0, n_evals: int = 20,
