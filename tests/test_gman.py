@@ -152,3 +152,95 @@ def test_config_refuses_bad_parameters():
         paper.config(n_markers=2, verbose=False)
     with pytest.raises(ValueError, match="data_path"):
         paper.config(data_path="/nonexistent/folder", verbose=False)
+
+
+# --- the neural baselines and the cascades ------------------------------------------------------------------
+def test_grud_lite_input_decay_matches_the_formula():
+    from lib.gman.baselines import GRUDLite, grid_batch
+
+    s = _tiny().take([0, 1])
+    norm = Norm(np.array([2.0, 5.0]), np.array([1.0, 0.5]), 1.0)
+    b = grid_batch(s, norm, 6, step=2.0)
+    model = GRUDLite(2, hidden=4, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        model.w.copy_(torch.tensor([0.3, 0.2]))
+        model.b.copy_(torch.tensor([-0.1, 0.1]))
+        xh = model.impute(b).numpy()
+    # patient 1, marker B: standardised values (5-5)/.5 = 0 at t=1, (6-5)/.5 = 2 at t=3; deltas 1,1,3,5,7,9
+    z = np.array([0.0, 2.0, 2.0, 2.0, 2.0, 2.0])
+    m = np.array([1, 1, 0, 0, 0, 0.0])
+    gamma = np.exp(-np.maximum(0, 0.2 * np.array([1, 1, 3, 5, 7, 9.0]) + 0.1))
+    np.testing.assert_allclose(xh[1, :, 1], m * z + (1 - m) * gamma * z, rtol=1e-5)
+    # patient 0, marker A: values 1, 2, 3 at t = 0, 10, 10 -> cells 0 and 5 (the last tie wins), mean 2
+    np.testing.assert_allclose(b["x"][0, :, 0].numpy(), [-1, -1, -1, -1, -1, 1])
+
+
+def test_grud_lite_gives_each_sample_its_own_logit_and_learns_a_last_value_rule():
+    from lib.gman.baselines import GRUDLite, fit_nn_baseline, grid_batch
+
+    rng = np.random.default_rng(3)
+    s = make_biomarker_sets(240, 3, rng=rng)
+    last = summary_features(s)[:, 0]
+    s.y = (np.nan_to_num(last, nan=0.0) > np.nanmedian(last)).astype(np.int64)  # label: A's last value is high
+    norm = Norm.fit(s, 30.0)
+    model = GRUDLite(3, hidden=8, generator=torch.Generator().manual_seed(0)).eval()
+    with torch.no_grad():
+        together = model(grid_batch(s.take(np.arange(6)), norm, 27, 14.0)).numpy()
+        alone = [model(grid_batch(s.take([i]), norm, 27, 14.0)).item() for i in range(6)]
+    np.testing.assert_allclose(together, alone, rtol=1e-5, atol=1e-5)
+    tr, va, te = s.take(np.arange(160)), s.take(np.arange(160, 200)), s.take(np.arange(200, 240))
+    batches = [grid_batch(tr.take(np.arange(k, k + 32)), norm, 27, 14.0) for k in range(0, 160, 32)]
+    res = fit_nn_baseline(lambda g: GRUDLite(3, hidden=8, generator=g), batches, grid_batch(va, norm, 27, 14.0),
+                          grid_batch(te, norm, 27, 14.0), epochs=25, pos_weight=1.0,
+                          seed_fn=lambda k: torch.Generator().manual_seed(len(k)),
+                          rng_fn=lambda k: np.random.default_rng(len(k)), lrs=(1e-2,))
+    assert res["auroc"] > 0.85 and res["steps"] == 25 * 5
+
+
+def test_cascades_are_trees_and_fake_ones_grow_deeper():
+    from lib.gman.data import cascade_edges, make_cascades
+
+    s = make_cascades(300, rng=np.random.default_rng(0))
+    e = cascade_edges(s)
+    assert e.shape[1] == len(s.t) - s.n  # a tree per cascade
+    assert (s.sample[e[0]] == s.sample[e[1]]).all() and (s.t[e[0]] > s.t[e[1]]).all()
+    assert (s.marker[s.extra["parent_id"] < 0] == 0).all() and np.bincount(s.sample[s.marker == 0]).max() == 1
+    assert s.meta["depth"][s.y == 1].mean() > s.meta["depth"][s.y == 0].mean() + 1
+    sub = s.take([5, 2, 9])  # re-indexing keeps the per-node arrays aligned
+    assert cascade_edges(sub).shape[1] == len(sub.t) - 3
+    np.testing.assert_allclose(sub.extra["x"][sub.sample == 0], s.extra["x"][s.sample == 5])
+
+
+def test_gin_layer_matches_the_dense_formula_and_batches_independently():
+    import networkx as nx
+
+    from lib.gman.baselines import GIN, gin_batch
+    from lib.gman.data import cascade_edges, make_cascades
+
+    s = make_cascades(5, rng=np.random.default_rng(1), max_nodes=8)
+    b = gin_batch(s)
+    model = GIN(18, hidden=6, generator=torch.Generator().manual_seed(0)).eval()
+    with torch.no_grad():
+        model.eps.copy_(torch.tensor([0.5, -0.2, 0.1]))
+        g = nx.Graph()
+        g.add_nodes_from(range(len(s.t)))
+        g.add_edges_from(cascade_edges(s).T.tolist())
+        A = torch.as_tensor(nx.to_numpy_array(g, nodelist=range(len(s.t))), dtype=torch.float32)
+        h = b["x"]
+        want = model.mlps[0](1.5 * h + A @ h)
+        np.testing.assert_allclose(model.layer(0, h, b).numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+        together = model(b).numpy()
+        alone = [model(gin_batch(s.take([i]))).item() for i in range(s.n)]
+    np.testing.assert_allclose(together, alone, rtol=1e-5, atol=1e-4)
+
+
+def test_gman_takes_the_cascades_own_node_features():
+    from lib.gman.data import make_cascades
+
+    s = make_cascades(6, rng=np.random.default_rng(2))
+    norm = Norm.fit(s, 1.0)
+    model = GMAN(2, [[0], [1]], (1,) * 18, hidden=8, generator=torch.Generator().manual_seed(0), n_features=18)
+    b = collate(s, norm)
+    assert b["x_pad"].shape[2] == 18 and model(b).shape == (6,)
+    with pytest.raises(ValueError, match="18 node features"):
+        GMAN(2, [[0], [1]], (2, 2), n_features=18)

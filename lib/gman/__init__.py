@@ -1,10 +1,11 @@
 """Graph Mixing Additive Networks (GMAN; Zerio, Bechler-Speicher et al., ICLR 2026), reimplemented in torch on
 synthetic irregular biomarkers, with a reader for PhysioNet 2012.
 
-Modules: :mod:`.data` (the biomarker generator, summary features, the daily grid, the PhysioNet reader),
-:mod:`.model` (ExtGNAN, DeepSet mixing, GMAN, the block-diagonal batch), :mod:`.train` (loss, training, AUROC /
-AUPRC / ECE), :mod:`.baselines` (summary features into LR and HGB), :mod:`.explain` (node, graph and subset
-contributions, shape and distance functions), :mod:`.experiments`, :mod:`.plots`, :mod:`.make_data` (the fixture).
+Modules: :mod:`.data` (the biomarker generator, the synthetic cascades, summary features, the carried-forward grid,
+the PhysioNet reader), :mod:`.model` (ExtGNAN, DeepSet mixing, GMAN, the block-diagonal batch), :mod:`.train` (loss,
+training, AUROC / AUPRC / ECE), :mod:`.baselines` (summary features into LR and HGB; GRU-D-lite; a plain-torch GIN),
+:mod:`.explain` (node, graph and subset contributions, shape and distance functions), :mod:`.experiments`,
+:mod:`.plots`, :mod:`.make_data` (the fixture).
 """
 from __future__ import annotations
 
@@ -21,8 +22,11 @@ LOADERS = {
 }
 
 SIZES = {
-    "quick": {"n_patients": 600, "n_markers": 6, "hidden": 16, "epochs": 15, "batch": 64, "n_seeds": 1},
-    "full": {"n_patients": 4000, "n_markers": 8, "hidden": 32, "epochs": 60, "batch": 64, "n_seeds": 5},
+    # grud: the GRU-D-lite baseline; n_cascades: the cascade task of Figure 6 (0: skipped)
+    "quick": {"n_patients": 600, "n_markers": 6, "hidden": 16, "epochs": 15, "batch": 64, "n_seeds": 1,
+              "grud": False, "n_cascades": 0},
+    "full": {"n_patients": 4000, "n_markers": 8, "hidden": 32, "epochs": 60, "batch": 64, "n_seeds": 5,
+             "grud": True, "n_cascades": 2000},
 }
 
 

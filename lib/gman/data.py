@@ -26,6 +26,7 @@ class Samples:
     value: np.ndarray        # [n] raw measured value
     window: float            # observation window length (same unit as t)
     meta: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # optional per-node arrays ([n, ...]; the cascades' features, ids)
 
     @property
     def n(self) -> int:
@@ -40,8 +41,9 @@ class Samples:
         s = new[self.sample[keep]]
         order = np.lexsort((self.t[keep], self.marker[keep], s))
         meta = {k: (v[idx] if isinstance(v, np.ndarray) and len(v) == self.n else v) for k, v in self.meta.items()}
+        extra = {k: np.asarray(v)[keep][order] for k, v in self.extra.items()}
         return Samples(self.markers, self.y[idx], self.static[idx], s[order], self.marker[keep][order],
-                       self.t[keep][order], self.value[keep][order], self.window, meta)
+                       self.t[keep][order], self.value[keep][order], self.window, meta, extra)
 
 
 def _sorted(markers, y, static, sample, marker, t, value, window, meta) -> Samples:
@@ -174,6 +176,80 @@ def to_grid(s: Samples, n_steps: int, step: float = 1.0):
     ends = (np.arange(n_steps) + 1.0)[None, :, None] * step
     delta = np.where(seen, ends - tl, 0.0)
     return np.nan_to_num(ffill), mask, delta
+
+
+# --- synthetic cascades (the fake-news task) ------------------------------------------------------------------
+CASCADE_EMB = 16
+
+
+def make_cascades(n: int, *, rng: np.random.Generator, max_nodes: int = 40, emb_shift: float = 0.03,
+                  fake_root=(3.0, 5.0), child_rate=((0.7, 1.1), (0.4, 0.8)), delay_hours=(1.0, 2.5)) -> Samples:
+    """``n`` retweet cascades (half "fake", ``y = 1``), each a random tree grown by a branching process (networkx)
+    and observed up to its first ``max_nodes`` retweets.
+
+    Fake cascades: fewer direct retweets of the root (1 + Poisson(3) against 1 + Poisson(5)), more re-retweets
+    (each node's offspring Poisson(λ), λ ~ U(0.7, 1.1) against U(0.4, 0.8): deeper trees) and shorter delays
+    (exponential, per-cascade mean lognormal around 1 h against 2.5 h). Node features ``extra["x"]``: a 16-dim
+    Gaussian user embedding with a class-dependent mean shift of ``emb_shift`` per coordinate, the standardised
+    log follower count, and the time since the post / 24 h. Graphs: ``root`` (the source alone) and ``rest``.
+    ``extra``: ``node_id`` (order of birth, root 0) and ``parent_id`` (-1 for the root) for the GIN's edges;
+    ``meta``: per-cascade depth and size."""
+    import networkx as nx
+
+    y = (rng.random(n) < 0.5).astype(np.int64)
+    cols = {k: [] for k in ("sample", "marker", "t", "value", "node_id", "parent_id")}
+    depth, size = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    for i in range(n):
+        fake = int(y[i])
+        lam = rng.uniform(*child_rate[1 - fake])
+        mean_delay = rng.lognormal(np.log(delay_hours[1 - fake]), 0.5)
+        tree = nx.DiGraph()
+        tree.add_node(0, t=0.0)
+        frontier, nxt = [0], 1
+        while frontier and nxt < 4 * max_nodes:
+            new = []
+            for u in frontier:
+                k = 1 + rng.poisson(fake_root[1 - fake]) if u == 0 else rng.poisson(lam)
+                for _ in range(int(k)):
+                    tree.add_node(nxt, t=tree.nodes[u]["t"] + rng.exponential(mean_delay))
+                    tree.add_edge(u, nxt)
+                    new.append(nxt)
+                    nxt += 1
+            frontier = new
+        keep = sorted(tree.nodes, key=lambda v: tree.nodes[v]["t"])[:max_nodes]  # parents precede children
+        sub = tree.subgraph(keep)
+        depth[i] = max(nx.shortest_path_length(sub, 0).values())
+        size[i] = len(keep)
+        for v in keep:
+            cols["sample"].append(i)
+            cols["marker"].append(0 if v == 0 else 1)
+            cols["t"].append(sub.nodes[v]["t"])
+            cols["node_id"].append(v)
+            cols["parent_id"].append(next(iter(sub.predecessors(v)), -1))
+    c = {k: np.asarray(v) for k, v in cols.items()}
+    cnt = len(c["t"])
+    direction = np.ones(CASCADE_EMB)
+    emb = rng.normal(size=(cnt, CASCADE_EMB)) + emb_shift * (2 * y[c["sample"]] - 1)[:, None] * direction
+    followers = (rng.normal(5.0, 1.5, cnt) - 5.0) / 1.5  # log follower count, standardised
+    x = np.c_[emb, followers, c["t"] / 24.0].astype(np.float32)
+    order = np.lexsort((c["t"], c["marker"], c["sample"]))
+    extra = {"x": x[order], "node_id": c["node_id"][order], "parent_id": c["parent_id"][order]}
+    return Samples(["root", "rest"], y, np.zeros((n, 2)), c["sample"][order], c["marker"][order], c["t"][order],
+                   followers[order], float(np.max(c["t"])) if cnt else 1.0,
+                   {"depth": depth, "size": size}, extra)
+
+
+def cascade_edges(s: Samples) -> np.ndarray:
+    """The cascades' tree edges as global node index pairs ``[2, n_edges]`` (child, parent) of ``s``'s node table."""
+    width = int(s.extra["node_id"].max()) + 1 if len(s.t) else 1
+    own = s.sample * width + s.extra["node_id"]
+    order = np.argsort(own)
+    child = np.flatnonzero(s.extra["parent_id"] >= 0)
+    want = s.sample[child] * width + s.extra["parent_id"][child]
+    pos = np.searchsorted(own[order], want)
+    if np.any(own[order][np.minimum(pos, len(own) - 1)] != want):
+        raise ValueError("cascade_edges: a node's parent is missing from the samples")
+    return np.stack([child, order[pos]])
 
 
 # --- PhysioNet 2012 (set-a) -----------------------------------------------------------------------------------

@@ -72,7 +72,10 @@ def _padded_positions(owner: np.ndarray, n_owners: int):
 
 
 def node_features(s: Samples, norm: Norm) -> np.ndarray:
-    """``[value (standardised per marker), time before the record's end (in units of the window), age, sex]``."""
+    """``[value (standardised per marker), time before the record's end (in units of the window), age, sex]``, or
+    the samples' own per-node feature table ``s.extra["x"]`` when they carry one (the cascades)."""
+    if "x" in s.extra:
+        return np.asarray(s.extra["x"], np.float32)
     v = (s.value - norm.mean[s.marker]) / norm.sd[s.marker]
     return np.c_[v, (s.window - s.t) / s.window, s.static[s.sample]].astype(np.float32)
 
@@ -110,14 +113,16 @@ class ExtGNAN(nn.Module):
     layers with LayerNorm, ReLU, dropout) and a distance function rho (LeakyReLU MLP), each as one GroupMLPs."""
 
     def __init__(self, n_models: int, feature_groups=(2, 2), hidden: int = 16, out: int = 1, n_layers: int = 2,
-                 dropout: float = 0.2, generator=None, aggregate: str = "sum", layer_norm: bool = True):
+                 dropout: float = 0.2, generator=None, aggregate: str = "sum", layer_norm: bool = True,
+                 n_features: int = N_FEATURES):
         super().__init__()
         if aggregate not in ("sum", "mean"):
             raise ValueError(f"ExtGNAN: aggregate {aggregate!r}; allowed: 'sum', 'mean'")
         self.aggregate = aggregate
         self.M, self.K, self.feature_groups = int(n_models), len(feature_groups), [int(g) for g in feature_groups]
-        if sum(self.feature_groups) != N_FEATURES:
-            raise ValueError(f"ExtGNAN: feature_groups {list(feature_groups)} must cover the {N_FEATURES} node features")
+        if sum(self.feature_groups) != n_features:
+            raise ValueError(f"ExtGNAN: feature_groups {list(feature_groups)} must cover the {n_features} node "
+                             "features")
         self.f = GroupMLPs(self.feature_groups * self.M, hidden=hidden, depth=n_layers, out_dim=out,
                            layer_norm=layer_norm, dropout=dropout, generator=generator)
         self.rho = GroupMLPs([1] * self.M, hidden=hidden, depth=n_layers, out_dim=out, activation="leaky_relu",
@@ -174,7 +179,7 @@ class GMAN(nn.Module):
 
     def __init__(self, n_markers: int, subsets, feature_groups=(2, 2), share: str = "per_graph", hidden: int = 16,
                  out: int = 1, n_layers: int = 2, dropout: float = 0.2, generator=None, aggregate: str = "sum",
-                 layer_norm: bool = True, out_scale: float = 0.02):
+                 layer_norm: bool = True, out_scale: float = 0.02, n_features: int = N_FEATURES):
         super().__init__()
         if share not in ("per_graph", "single"):
             raise ValueError(f"GMAN: share {share!r}; allowed: 'per_graph', 'single'")
@@ -184,7 +189,7 @@ class GMAN(nn.Module):
         self.m, self.share, self.out = int(n_markers), share, int(out)
         self.subsets = [list(map(int, S)) for S in subsets]
         self.ext = ExtGNAN(self.m if share == "per_graph" else 1, feature_groups, hidden, out, n_layers, dropout,
-                           generator, aggregate, layer_norm)
+                           generator, aggregate, layer_norm, n_features)
         with torch.no_grad():  # f's output layer scaled down: a sum over ~50 causal pairs per graph otherwise
             self.ext.f.weights[-1].mul_(out_scale)  # starts the logits at sd ~300 (Kaiming init), ~5 with 0.02
         self.mixers = nn.ModuleDict({str(k): DeepSet(out, hidden, out, generator)

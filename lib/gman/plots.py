@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 
 COLORS = {"GMAN {B,C} grouped": "#1f77b4", "GMAN singletons": "#aec7e8", "GMAN one group": "#9467bd",
-          "GNAN": "#17becf", "LR-summary": "#ff7f0e", "HGB-summary": "#d62728"}
+          "GNAN": "#17becf", "LR-summary": "#ff7f0e", "HGB-summary": "#d62728",
+          "GRU-D-lite": "#8c564b", "GMAN": "#1f77b4", "GIN": "#2ca02c"}
 
 
 def show_saved(fig, path):
@@ -30,7 +31,8 @@ def _bars(ax, results, methods, metric):
 def fig1_accuracy(results: pd.DataFrame):
     import matplotlib.pyplot as plt
 
-    methods = ["GMAN {B,C} grouped", "GMAN singletons", "LR-summary", "HGB-summary"]
+    methods = [m for m in ("GMAN {B,C} grouped", "GMAN singletons", "LR-summary", "HGB-summary", "GRU-D-lite")
+               if m in set(results.method)]
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
     for ax, metric in zip(axes, ("auroc", "auprc")):
         _bars(ax, results, methods, metric)
@@ -116,5 +118,22 @@ def fig5_importance(imp: dict):
     ax.set_xticklabels(imp["markers"])
     ax.set_ylabel("mean |subset contribution − mean| (logit)")
     ax.set_title(f"Per-marker importance (red: planted signal); Spearman {imp['spearman']:.2f}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def fig6_cascades(casc: pd.DataFrame):
+    """AUROC of GMAN and the GIN on the synthetic cascades, mean ± sd over replicates, each replicate a dot."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(4.2, 3.4))
+    methods = ["GMAN", "GIN"]
+    _bars(ax, casc, methods, "auroc")
+    for k, m in enumerate(methods):
+        v = casc.loc[casc.method == m, "auroc"].to_numpy()
+        ax.scatter(np.full(len(v), k) + np.linspace(-0.15, 0.15, len(v)), v, s=10, color="k", zorder=3)
+    ax.set_ylabel("test AUROC")
+    ax.set_ylim(0.0, 1.05)
+    ax.set_title(f"Synthetic fake-news cascades ({casc.rep.nunique()} replicate(s), ± sd)", fontsize=9)
     fig.tight_layout()
     return fig
