@@ -1,0 +1,184 @@
+"""One function per figure of the FastMix notebook; each returns plain results."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from lib.common.threads import limit_threads
+
+from . import mixture as mx
+from .data import DOC_SOURCES, build_corpora
+
+
+@dataclass
+class Setup:
+    corpora: object
+    tok: object
+    vocab_size: int
+    names: list
+    streams: list
+    val_x: torch.Tensor  # target validation rows (the search signal)
+    test_x: torch.Tensor  # target test rows (the reported target loss), disjoint texts
+    heldout_x: dict  # source -> held-out rows (None for noise)
+    info: dict
+
+
+def _encode(tok, texts):
+    from lib.common.bpe import encode_corpus
+
+    return encode_corpus(tok, texts) if texts else None
+
+
+def prepare(cfg) -> Setup:
+    """Corpora, a BPE tokenizer of ``cfg.vocab_size`` tokens trained on the training texts, token streams."""
+    from lib.common.bpe import train_bpe
+
+    rng = cfg.rng("corpora")
+    cor = build_corpora(cfg.sources, rng, data_path=cfg.data_path, target_set=cfg.target_set)
+    texts = [t for s in cor.names for t in cor.train[s]]
+    tok = train_bpe(texts, cfg.vocab_size)
+    V = tok.get_vocab_size()
+    streams = [_encode(tok, cor.train[s]) for s in cor.names]
+    L = cfg.seq_len
+    val_x = mx.stream_rows(_encode(tok, cor.target_val), cfg.n_val_rows, L, cfg.seed + 1)
+    test_x = mx.stream_rows(_encode(tok, cor.target_test), cfg.n_eval_rows, L, cfg.seed + 2)
+    held = {}
+    for j, s in enumerate(cor.names):
+        st = _encode(tok, cor.heldout[s])
+        if st is None:
+            held[s] = torch.randint(1, V, (cfg.n_eval_rows, L + 1), generator=torch.Generator().manual_seed(cfg.seed))
+        else:
+            held[s] = mx.stream_rows(st, cfg.n_eval_rows, L, cfg.seed + 3 + j)
+    info = {"n_tokens": {s: (0 if st is None else int(st.numel())) for s, st in zip(cor.names, streams)},
+            "vocab_size": V, **cor.info}
+    return Setup(cor, tok, V, list(cor.names), streams, val_x, test_x, held, info)
+
+
+def sampler(cfg, setup, name):
+    return mx.MixtureSampler(setup.streams, cfg.seq_len, setup.vocab_size, int(cfg.rng(name).integers(2**31)))
+
+
+def proxy(cfg, setup, name, size="proxy"):
+    n_layer, n_embd = (cfg.proxy_layers, cfg.proxy_embd) if size == "proxy" else (cfg.target_layers, cfg.target_embd)
+    return mx.make_proxy(setup.vocab_size, n_layer, n_embd, cfg.seq_len, int(cfg.rng("init/" + name).integers(2**31)),
+                         attn="eager" if cfg.n2 > 1 else "sdpa")  # double backward through eager attention
+
+
+@limit_threads(1)
+def run_search(cfg, setup):
+    """FastMix (head-only and full one-step hypergradient), RegMix-lite and uniform: the mixtures and their costs."""
+    k = len(setup.names)
+    out = {"uniform": dict(alpha=np.full(k, 1 / k), proxy_steps=0, passes=0, trajectory=None)}
+    for head_only, name in ((True, "FastMix (head)"), (False, "FastMix (full)")):
+        res = mx.fastmix_search(proxy(cfg, setup, "fastmix"), sampler(cfg, setup, "fastmix"), setup.val_x,
+                                steps=cfg.proxy_steps, n1=cfg.n1, n2=cfg.n2, lr=cfg.lr, lr_mix=cfg.lr_mix,
+                                lam=cfg.lam, beta=cfg.beta, head_only=head_only, per_source=cfg.per_source)
+        out[name] = dict(alpha=res.alpha, proxy_steps=res.proxy_steps, passes=res.passes, trajectory=res.trajectory,
+                         outer_steps=res.outer_steps)
+    rm = mx.regmix_lite(lambda m: proxy(cfg, setup, f"regmix{m}"), sampler(cfg, setup, "regmix"), setup.val_x,
+                        n_proxies=cfg.n_proxies, steps=cfg.proxy_steps, rng=cfg.rng("regmix"),
+                        n_rows=cfg.per_source * k, seed=cfg.seed)
+    out["RegMix-lite"] = dict(alpha=rm.alpha, proxy_steps=rm.proxy_steps, passes=rm.passes, trajectory=None,
+                              mixtures=rm.mixtures, losses=rm.losses)
+    return out
+
+
+@limit_threads(1)
+def evaluate_mixtures(cfg, setup, search):
+    """A fresh model per mixture, trained on rows sampled from Cat(alpha); loss on the target test split and on every
+    source's held-out split. Returns a long DataFrame (method, domain, loss) and a summary per method."""
+    rows, summ = [], []
+    k = len(setup.names)
+    for method, r in search.items():
+        model = proxy(cfg, setup, "target", size="target")  # same init for every method
+        mx.train_on_mixture(model, sampler(cfg, setup, "target"), r["alpha"], steps=cfg.target_steps, lr=cfg.lr,
+                            n_rows=cfg.per_source * k)
+        tl = mx.eval_loss(model, setup.test_x)
+        rows.append(dict(method=method, domain="target (test)", loss=tl))
+        for s in setup.names:
+            rows.append(dict(method=method, domain=s, loss=mx.eval_loss(model, setup.heldout_x[s])))
+        summ.append(dict(method=method, target_loss=tl, proxy_steps=r["proxy_steps"], passes=r["passes"],
+                         **{f"a[{s}]": float(a) for s, a in zip(setup.names, r["alpha"])}))
+    return pd.DataFrame(rows), pd.DataFrame(summ).set_index("method")
+
+
+def trajectories(setup, search):
+    """Long DataFrame of softmax(z) vs inner step for the FastMix runs."""
+    rows = []
+    for method, r in search.items():
+        if r.get("trajectory") is None:
+            continue
+        for t, a in zip(r["outer_steps"], r["trajectory"]):
+            rows += [dict(method=method, step=t, source=s, alpha=float(v)) for s, v in zip(setup.names, a)]
+    return pd.DataFrame(rows)
+
+
+@limit_threads(1)
+def lemma_check(cfg, setup, alpha=None, n_batches=10_000, pool=None, checkpoints=(10, 100, 1000, 10_000)):
+    """Reparameterisation lemma (Eq. 2) at a fixed w: mean gradient of the alpha-sampled batch loss vs the uniform-
+    sampled, alpha-weighted batch loss, over ``n_batches`` Monte-Carlo batches drawn from a pool of ``pool`` rows per
+    source (head gradients per row computed once; each batch's gradient is a weighted sum of them).
+    Returns a DataFrame: n_batches, rel_diff (sampled vs weighted), rel_err of each to the exact sum_i alpha_i g_i."""
+    k = len(setup.names)
+    pool = pool or cfg.lemma_pool
+    rng = cfg.rng("lemma")
+    alpha = np.asarray(alpha if alpha is not None else rng.dirichlet(np.ones(k)), dtype=float)
+    model = proxy(cfg, setup, "lemma")
+    smp = sampler(cfg, setup, "lemma")
+    mx.train_on_mixture(model, smp, np.full(k, 1 / k), steps=cfg.lemma_warm_steps, lr=cfg.lr, n_rows=cfg.per_source * k)
+    x, group = smp.uniform(pool)
+    with torch.no_grad():
+        gr = torch.cat([mx.head_grad_rows(*mx.hidden_and_logits(model, x[i:i + 64]), x[i:i + 64]).flatten(1)
+                        for i in range(0, len(x), 64)]).double().numpy()  # (k*pool, V*d)
+    exact = sum(alpha[i] * gr[group.numpy() == i].mean(0) for i in range(k))
+    B, b = cfg.lemma_per_source * k, cfg.lemma_per_source  # the brief's batch of k x 8 rows
+    # alpha-sampled: each row picks source ~ Cat(alpha), then a pool row uniformly; batch loss = mean over B rows.
+    src = rng.choice(k, size=(n_batches, B), p=alpha)
+    idx_s = src * pool + rng.integers(0, pool, size=(n_batches, B))
+    # uniform-sampled, alpha-weighted: b rows of every source, row weight alpha_i / sum of weights in the batch (= b).
+    idx_w = (np.arange(k).repeat(b)[None, :] * pool + rng.integers(0, pool, size=(n_batches, B)))
+    w_row = np.tile(alpha.repeat(b) / b, (n_batches, 1))
+    out = []
+    nrm = np.linalg.norm(exact)
+    for n in checkpoints:
+        cs = np.bincount(idx_s[:n].ravel(), minlength=k * pool) / (n * B)
+        cw = np.bincount(idx_w[:n].ravel(), weights=w_row[:n].ravel(), minlength=k * pool) / n
+        gs, gw = cs @ gr, cw @ gr
+        out.append(dict(n_batches=n, rel_diff=float(np.linalg.norm(gs - gw) / nrm),
+                        err_sampled=float(np.linalg.norm(gs - exact) / nrm),
+                        err_weighted=float(np.linalg.norm(gw - exact) / nrm)))
+    # per-batch variance (trace of the covariance of one batch's gradient), exact from the pool statistics
+    mu = [gr[group.numpy() == i].mean(0) for i in range(k)]
+    var_i = [float(((gr[group.numpy() == i] - mu[i]) ** 2).sum(1).mean()) for i in range(k)]
+    second = sum(alpha[i] * (var_i[i] + float(mu[i] @ mu[i])) for i in range(k))
+    var_sampled = (second - float(exact @ exact)) / B
+    var_weighted = sum((alpha[i] ** 2) * var_i[i] / b for i in range(k))
+    df = pd.DataFrame(out)
+    df.attrs.update(alpha=alpha, var_sampled=var_sampled, var_weighted=var_weighted, dim=gr.shape[1])
+    return df
+
+
+def claim_values(cfg, setup, search, summary, lemma):
+    """The numbers behind C1, C2, C4."""
+    k = len(setup.names)
+    u = summary.loc["uniform", "target_loss"]
+    head = summary.loc["FastMix (head)"]
+    noise, top, relevant = c4_values(setup, head[[f"a[{s}]" for s in setup.names]].to_numpy(dtype=float))
+    steps_ratio = head["proxy_steps"] / summary.loc["RegMix-lite", "proxy_steps"]
+    return dict(c1=float(lemma.rel_diff.iloc[-1]), c2_ratio=float(head["target_loss"] / u), c2_steps=float(steps_ratio),
+                c2_ok=float(head["target_loss"] / u <= 0.95 and steps_ratio <= 1 / cfg.n_proxies + 1e-12),
+                c2_full_ratio=float(summary.loc["FastMix (full)", "target_loss"] / u),
+                c3_ratio=float(head["target_loss"] / summary.loc["RegMix-lite", "target_loss"]),
+                c4_noise=noise, c4_top=top, c4_ok=float(noise < 1 / (2 * k) and relevant))
+
+
+def c4_values(setup, alpha):
+    """alpha(noise) and whether the largest weight sits on a docstring family (target-relevant)."""
+    names = setup.names
+    a = np.asarray(alpha)
+    noise = float(a[names.index("noise")]) if "noise" in names else float("nan")
+    top = names[int(np.argmax(a))]
+    return noise, top, top in DOC_SOURCES

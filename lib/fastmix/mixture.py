@@ -1,0 +1,307 @@
+"""FastMix's machinery: the uniform-sampling sampler, the alpha-weighted loss (the reparameterisation lemma), the
+one-step hypergradient (head-only as in the official code, full as in the paper), n2-step unrolled hypergradients,
+the alternating search, RegMix-lite, and training/evaluating a model on a mixture.
+
+Counting: every method reports ``proxy_steps`` (optimizer steps of proxy models) and ``passes`` (forward+backward
+passes of a proxy, hypergradient and evaluation passes included).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+
+# ---------------------------------------------------------------- sampling
+class MixtureSampler:
+    """Token streams per source; ``batch(counts)`` draws ``counts[i]`` windows of ``seq_len + 1`` tokens from
+    source i and returns ``(x, group)`` (rows grouped by source). A source with an empty stream is random-token
+    noise (uniform ids in [1, vocab))."""
+
+    def __init__(self, streams, seq_len: int, vocab_size: int, seed: int):
+        self.streams = [None if s is None or len(s) == 0 else torch.as_tensor(s, dtype=torch.long) for s in streams]
+        for s in self.streams:
+            if s is not None and s.numel() < seq_len + 2:
+                raise ValueError(f"a source stream has {s.numel()} tokens; need more than seq_len + 1 = {seq_len + 1}")
+        self.k, self.seq_len, self.vocab_size = len(streams), seq_len, vocab_size
+        self.gen = torch.Generator().manual_seed(seed)
+
+    def rows(self, i: int, n: int) -> torch.Tensor:
+        L = self.seq_len + 1
+        s = self.streams[i]
+        if n == 0:
+            return torch.zeros(0, L, dtype=torch.long)
+        if s is None:
+            return torch.randint(1, self.vocab_size, (n, L), generator=self.gen)
+        starts = torch.randint(0, s.numel() - L, (n,), generator=self.gen)
+        return s[starts[:, None] + torch.arange(L)]
+
+    def batch(self, counts):
+        counts = [int(c) for c in counts]
+        if len(counts) != self.k or min(counts) < 0:
+            raise ValueError(f"counts must be {self.k} non-negative integers; got {counts}")
+        x = torch.cat([self.rows(i, c) for i, c in enumerate(counts)])
+        group = torch.repeat_interleave(torch.arange(self.k), torch.tensor(counts))
+        return x, group
+
+    def uniform(self, per_source: int):
+        return self.batch([per_source] * self.k)
+
+    def sampled(self, alpha, n_rows: int):
+        """Rows whose sources are drawn i.i.d. from Cat(alpha) (the original, sampling formulation)."""
+        a = torch.as_tensor(np.asarray(alpha, dtype=float))
+        src = torch.multinomial(a, n_rows, replacement=True, generator=self.gen)
+        return self.batch(torch.bincount(src, minlength=self.k).tolist())
+
+
+def stream_rows(stream, n: int, seq_len: int, seed: int):
+    """``n`` seeded windows of ``seq_len + 1`` tokens from one stream (fixed evaluation/validation batches)."""
+    s = torch.as_tensor(stream, dtype=torch.long)
+    gen = torch.Generator().manual_seed(seed)
+    starts = torch.randint(0, s.numel() - seq_len - 1, (n,), generator=gen)
+    return s[starts[:, None] + torch.arange(seq_len + 1)]
+
+
+# ---------------------------------------------------------------- losses
+def hidden_and_logits(model, x):
+    h = model.transformer(input_ids=x[:, :-1]).last_hidden_state
+    return h, model.lm_head(h)
+
+
+def per_row_loss(logits, x):
+    """Mean next-token cross-entropy of each row (B,)."""
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none")
+    return ce.view(x.shape[0], -1).mean(1)
+
+
+def weighted_lm_loss(row_loss, group, alpha):
+    """Per-row weights alpha[group], normalised by their sum in the batch (as the official code). With ``b`` rows
+    per source this equals sum_i alpha_i L_i (the lemma's uniform-sampling, alpha-weighted objective)."""
+    w = torch.as_tensor(alpha, dtype=row_loss.dtype)[group]
+    return (w * row_loss).sum() / w.sum()
+
+
+def source_means(row_loss, group, k):
+    return torch.zeros(k, dtype=row_loss.dtype).index_add(0, group, row_loss) / torch.bincount(group, minlength=k)
+
+
+# ---------------------------------------------------------------- gradients
+def head_grad_rows(h, logits, x):
+    """Per-row gradient of the row's mean CE w.r.t. the LM-head weight (V x d), hidden states held fixed: (B, V, d)."""
+    p = torch.softmax(logits.detach(), -1)
+    p = p - F.one_hot(x[:, 1:], p.shape[-1]).to(p.dtype)
+    return torch.einsum("btv,btd->bvd", p, h.detach()) / p.shape[1]
+
+
+def head_grads_by_source(h, logits, x, group, k):
+    """Gradient of each source's mean loss w.r.t. the LM head, (k, V*d), from one forward pass."""
+    g = head_grad_rows(h, logits, x).flatten(1)
+    return torch.zeros(k, g.shape[1], dtype=g.dtype).index_add(0, group, g) / torch.bincount(group, minlength=k)[:, None]
+
+
+def full_grads(model, losses, params):
+    """Flattened gradients of each scalar in ``losses`` w.r.t. ``params`` (one backward pass each)."""
+    out = []
+    for j, L in enumerate(losses):
+        gs = torch.autograd.grad(L, params, retain_graph=j < len(losses) - 1, allow_unused=True)
+        out.append(torch.cat([(torch.zeros_like(p) if g is None else g).reshape(-1) for g, p in zip(gs, params)]))
+    return torch.stack(out)
+
+
+def one_step_hypergrad(model, train_x, group, val_x, k, *, eta, beta=0.0, head_only=True):
+    """g_i = d l_target(w - eta sum_j alpha_j grad L_j) / d alpha_i at first order
+    = -eta (grad l_val + beta grad L_bar) . grad L_i, both gradients at the current w (as the official code).
+    Returns (g (k,), passes)."""
+    if head_only:
+        with torch.no_grad():
+            h, lg = hidden_and_logits(model, train_x)
+            G = head_grads_by_source(h, lg, train_x, group, k)
+            hv, lv = hidden_and_logits(model, val_x)
+            gv = head_grad_rows(hv, lv, val_x).mean(0).flatten()
+        passes = 2  # one forward each; the head gradients are closed-form
+    else:
+        params = [p for p in model.parameters() if p.requires_grad]
+        h, lg = hidden_and_logits(model, train_x)
+        Ls = source_means(per_row_loss(lg, train_x), group, k)
+        G = full_grads(model, list(Ls), params)
+        hv, lv = hidden_and_logits(model, val_x)
+        gv = full_grads(model, [per_row_loss(lv, val_x).mean()], params)[0]
+        passes = k + 1
+    direction = gv + beta * G.mean(0)
+    return (-eta * (G @ direction)).double().numpy(), passes
+
+
+def unrolled_hypergrad(model, sampler, val_x, alpha, *, n2, eta, per_source, beta=0.0, head_only=True):
+    """d l_target(w_{n2}) / d alpha by autograd through n2 SGD steps w_{j+1} = w_j - eta grad sum_i alpha_i L_i
+    (torch.func.functional_call; head_only unrolls only the LM head, the body held fixed). Returns (g, passes)."""
+    from torch.func import functional_call
+
+    a = torch.tensor(np.asarray(alpha, dtype=float), dtype=torch.float32, requires_grad=True)
+    names = ["lm_head.weight"] if head_only else [n for n, p in model.named_parameters() if p.requires_grad]
+    base = dict(model.named_parameters())
+    w = {n: base[n].detach().clone().requires_grad_(True) for n in names}
+    fixed = {n: p.detach() for n, p in base.items() if n not in w}
+    k = sampler.k
+    for _ in range(n2):
+        x, group = sampler.uniform(per_source)
+        lg = functional_call(model, {**fixed, **w}, (x[:, :-1],)).logits
+        L = weighted_lm_loss(per_row_loss(lg, x), group, a)
+        gs = torch.autograd.grad(L, list(w.values()), create_graph=True)
+        w = {n: p - eta * g for (n, p), g in zip(w.items(), gs)}
+    lv = functional_call(model, {**fixed, **w}, (val_x[:, :-1],)).logits
+    target = per_row_loss(lv, val_x).mean()
+    if beta:
+        x, group = sampler.uniform(per_source)
+        lt = functional_call(model, {**fixed, **w}, (x[:, :-1],)).logits
+        target = target + beta * source_means(per_row_loss(lt, x), group, k).mean()
+    (g,) = torch.autograd.grad(target, a)
+    return g.double().numpy(), 2 * n2 + 1 + (1 if beta else 0)
+
+
+def entropy_grad(alpha, lam):
+    """d/d alpha of lam * sum_i alpha_i log alpha_i."""
+    return lam * (np.log(np.maximum(alpha, 1e-12)) + 1.0)
+
+
+def softmax_chain(alpha, g):
+    """d/dz_j = alpha_j (g_j - sum_i alpha_i g_i) for alpha = softmax(z)."""
+    return alpha * (g - float(alpha @ g))
+
+
+def softmax(z):
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+class AdamZ:
+    """AdamW on the mixture logits z (numpy; torch.optim.AdamW's update rule, weight decay 0 by default)."""
+
+    def __init__(self, z, lr, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0):
+        self.z, self.lr, self.b1, self.b2, self.eps, self.wd = np.array(z, dtype=float), lr, *betas, eps, weight_decay
+        self.m, self.v, self.t = np.zeros_like(self.z), np.zeros_like(self.z), 0
+
+    def step(self, grad):
+        self.t += 1
+        self.z *= 1 - self.lr * self.wd
+        self.m = self.b1 * self.m + (1 - self.b1) * grad
+        self.v = self.b2 * self.v + (1 - self.b2) * grad**2
+        mh, vh = self.m / (1 - self.b1**self.t), self.v / (1 - self.b2**self.t)
+        self.z -= self.lr * mh / (np.sqrt(vh) + self.eps)
+        return self.z
+
+
+# ---------------------------------------------------------------- training
+def make_proxy(vocab_size, n_layer, n_embd, seq_len, seed, attn="sdpa"):
+    """A tiny GPT-2 with an untied LM head (as lit_gpt's tinyllama proxy), so "head-only" is a separate matrix."""
+    from lib.common.tiny_lm import make_gpt2
+
+    return make_gpt2(vocab_size, n_layer=n_layer, n_embd=n_embd, n_head=max(1, n_embd // 32),
+                     n_positions=seq_len, seed=seed, tie_word_embeddings=False, attn_implementation=attn)
+
+
+def _opt(model, lr):
+    return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.0)
+
+
+def _step(model, opt, loss):
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+
+
+@dataclass
+class SearchResult:
+    alpha: np.ndarray
+    trajectory: np.ndarray  # (n_outer + 1, k): softmax(z) after each outer step (row 0: init)
+    outer_steps: list
+    proxy_steps: int
+    passes: int
+    train_losses: list = field(default_factory=list)
+
+
+def fastmix_search(model, sampler, val_x, *, steps, n1=10, n2=1, lr=3e-3, lr_mix=0.01, lam=0.0, beta=0.0,
+                   head_only=True, per_source=8, z0=None):
+    """Algorithm 1: n1 AdamW steps on w with sum_i alpha_i L_i (uniform sampling), then one AdamW step on z by the
+    hypergradient (n2 = 1: closed form; n2 > 1: unrolled), repeated until ``steps`` inner steps. Read-out: final
+    alpha = softmax(z)."""
+    k = sampler.k
+    z = np.zeros(k) if z0 is None else np.asarray(z0, dtype=float).copy()
+    zopt, opt = AdamZ(z, lr_mix), _opt(model, lr)
+    traj, outer, losses, passes = [softmax(z)], [0], [], 0
+    for t in range(1, steps + 1):
+        alpha = softmax(zopt.z)
+        model.train()
+        x, group = sampler.uniform(per_source)
+        loss = weighted_lm_loss(per_row_loss(hidden_and_logits(model, x)[1], x), group, alpha)
+        _step(model, opt, loss)
+        passes += 1
+        losses.append(float(loss.detach()))
+        if t % n1 == 0:
+            model.eval()
+            if n2 == 1:
+                g, p = one_step_hypergrad(model, x, group, val_x, k, eta=lr, beta=beta, head_only=head_only)
+            else:
+                g, p = unrolled_hypergrad(model, sampler, val_x, alpha, n2=n2, eta=lr, per_source=per_source,
+                                          beta=beta, head_only=head_only)
+            passes += p
+            zopt.step(softmax_chain(alpha, g + entropy_grad(alpha, lam)))
+            traj.append(softmax(zopt.z))
+            outer.append(t)
+    model.eval()
+    return SearchResult(softmax(zopt.z), np.array(traj), outer, steps, passes, losses)
+
+
+def train_on_mixture(model, sampler, alpha, *, steps, lr=3e-3, n_rows=48):
+    """Train ``model`` for ``steps`` AdamW steps on batches whose rows are sampled from Cat(alpha)."""
+    opt = _opt(model, lr)
+    model.train()
+    for _ in range(steps):
+        x, _g = sampler.sampled(alpha, n_rows)
+        _step(model, opt, per_row_loss(hidden_and_logits(model, x)[1], x).mean())
+    model.eval()
+    return model
+
+
+@torch.no_grad()
+def eval_loss(model, x, chunk=64):
+    model.eval()
+    out = [per_row_loss(hidden_and_logits(model, x[i:i + chunk])[1], x[i:i + chunk]) for i in range(0, len(x), chunk)]
+    return float(torch.cat(out).mean())
+
+
+def dirichlet_candidates(k, n, rng, conc=1.0):
+    """``n`` points of the simplex Delta_k, Dirichlet(conc)."""
+    return rng.dirichlet(np.full(k, conc), size=n)
+
+
+@dataclass
+class RegMixResult:
+    alpha: np.ndarray
+    mixtures: np.ndarray  # (M, k)
+    losses: np.ndarray  # (M,) target validation loss of each proxy
+    proxy_steps: int
+    passes: int
+
+
+def regmix_lite(proxy_factory, sampler, val_x, *, n_proxies, steps, rng, lr=3e-3, n_rows=48, n_candidates=100_000,
+                top=10, seed=0):
+    """RegMix-lite: M proxies on Dirichlet mixtures, a GradientBoostingRegressor mixture -> target loss, the mean of
+    the top-``top`` predicted mixtures among ``n_candidates`` random simplex points."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    k = sampler.k
+    mixes = dirichlet_candidates(k, n_proxies, rng)
+    losses = []
+    for m in range(n_proxies):
+        model = train_on_mixture(proxy_factory(m), sampler, mixes[m], steps=steps, lr=lr, n_rows=n_rows)
+        losses.append(eval_loss(model, val_x))
+    losses = np.array(losses)
+    reg = GradientBoostingRegressor(n_estimators=100, max_depth=2, learning_rate=0.1, random_state=seed)
+    reg.fit(mixes, losses)
+    cand = dirichlet_candidates(k, n_candidates, rng)
+    best = np.argsort(reg.predict(cand))[:top]
+    alpha = cand[best].mean(0)
+    return RegMixResult(alpha / alpha.sum(), mixes, losses, n_proxies * steps, n_proxies * (steps + 1))
