@@ -236,10 +236,11 @@ def task_derivatives(sol: InnerSolution, tasks: Tasks, mu: float, counter: Count
     Hval = kron_hessian(tasks.Xq, tasks.q, _S(Pq))
     u = np.einsum("bij,bj->bi", Kinv, g)
     dz = np.einsum("bja,bac->bjc", tasks.Xs, u.reshape(B, d, C))
-    DAu = kron_hessian(tasks.Xs, tasks.s, dS_dir(sol.P, dz))
+    dS = dS_dir(sol.P, dz)
+    DAu = kron_hessian(tasks.Xs, tasks.s, dS)
     G = np.einsum("bij,bj->bi", J, g)
     H_sur = J @ Hval @ J
-    H_full = J @ (Hval - DAu) @ J
+    H_full = H_sur - J @ DAu @ J  # J (Hval - DA[u]) J
     return TaskDerivatives(sol.theta, loss, g, Kinv, J, Hval, DAu, u, G, H_full, H_sur, sol.P)
 
 
@@ -316,9 +317,13 @@ class RetrainResult:
 
 
 def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.ndarray, W: np.ndarray,
-            Hc_inv: np.ndarray, S: np.ndarray | None = None, tol: float = 1e-10, max_iter: int = 60,
-            chunk: int = 400, refresh: int = 8) -> RetrainResult:
-    """Re-solve P edited outer problems side by side, warm-started, by chord-Newton steps lam -= Hc^{-1} grad F_p.
+            Hc_inv: np.ndarray, S: np.ndarray | None = None, tol: float = 1e-10, max_iter: int = 100,
+            chunk: int = 400, refresh: int = 25, broyden: bool = True) -> RetrainResult:
+    """Re-solve P edited outer problems side by side, warm-started, by quasi-Newton steps lam -= Hc^{-1} grad F_p.
+
+    Hc^{-1} starts from the exact total Hessian of the edited problem at lam* and is corrected by good-Broyden
+    secant updates (rank one per step, O(D^2)), which turns the chord iteration's linear rate into a superlinear one
+    without forming new D x D Hessians; refresh > 0 also re-forms the exact Hessian every `refresh` steps.
 
     W: (P, T) task weights (0 removes a task); S: (P, T, n) support weights (0 removes a point) or None;
     Hc_inv: (P, D, D) inverses of fixed Newton matrices (the total Hessian of the edited problem at lam*);
@@ -340,21 +345,31 @@ def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.nd
                 np.ascontiguousarray(s_all).reshape(P_ * T, n).astype(float),
                 np.broadcast_to(tasks.q, (P_,) + tasks.q.shape).reshape(P_ * T, -1).astype(float))
     gn = np.full(P_, np.inf)
-    gn_prev = np.full(P_, np.inf)
-    lam_prev = lam.copy()
+    gn_acc = np.full(P_, np.inf)  # ||grad|| at the last accepted iterate
+    lam_acc = lam.copy()
+    g_acc = np.zeros((P_, D))
     step = np.zeros_like(lam)
     it = 0
     Hc_inv = np.array(Hc_inv, copy=True)
     grads = np.zeros((P_, D))
     active = np.ones(P_, bool)
+    halvings = np.zeros(P_, int)
+    forced = np.zeros(P_, bool)
     for it in range(1, max_iter + 1):
-        if it > 1 and it % refresh == 0:  # chord matrix refresh (a Newton step) for the problems still running
-            for p in np.flatnonzero(active):
+        # exact Newton matrix at the current iterate for problems whose steps stall (4 halvings in a row) and, every
+        # `refresh` steps, for all problems still running; that iterate is then accepted and a fresh step taken
+        stalled = active & (halvings >= 4)
+        if refresh and it > 1 and it % refresh == 0:
+            stalled = active.copy()
+        forced[:] = False
+        if it > 1 and stalled.any():
+            for p in np.flatnonzero(stalled):
                 sub = Tasks(tasks.Xs, tasks.ys, tasks.Xq, tasks.yq, C, np.asarray(s_all[p], float), tasks.q)
                 der = task_derivatives(inner_solve(lam[p], sub, mu, theta0=theta[p], counter=counter), sub, mu)
                 Hp = (W[p][:, None, None] * der.H_full).sum(0) + rho * np.eye(D)
                 Hc_inv[p] = np.linalg.inv(Hp)
                 counter.big_factorisations += T + 1
+                forced[p], halvings[p] = True, 0
         todo = np.flatnonzero(active)
         per = max(1, chunk // T)
         for c0 in range(0, len(todo), per):
@@ -372,13 +387,26 @@ def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.nd
         if not active.any():
             it -= 1
             break
-        worse = active & (gn > gn_prev)  # safeguard: a chord step that raised ||grad|| is halved and retried
+        worse = active & (gn > gn_acc) & ~forced  # safeguard: a step that raised ||grad|| is halved and retried
         ok = active & ~worse
+        halvings[worse] += 1
+        halvings[ok] = 0
+        if broyden and it > 1:
+            # good-Broyden update of the inverse Newton matrix from the secant pair (s, y) of each problem
+            upd = np.flatnonzero(active & ~forced)
+            sv = lam[upd] - lam_acc[upd]
+            yv = grads[upd] - g_acc[upd]
+            Hy = np.einsum("pij,pj->pi", Hc_inv[upd], yv)
+            sH = np.einsum("pi,pij->pj", sv, Hc_inv[upd])
+            den = np.einsum("pi,pi->p", sv, Hy)
+            good = np.abs(den) > 1e-12 * np.linalg.norm(sv, axis=1) * np.linalg.norm(Hy, axis=1)
+            upd, sv, Hy, sH, den = upd[good], sv[good], Hy[good], sH[good], den[good]
+            Hc_inv[upd] += np.einsum("pi,pj->pij", (sv - Hy) / den[:, None], sH)
         if worse.any():
             step[worse] *= 0.5
-            lam[worse] = lam_prev[worse] + step[worse]
+            lam[worse] = lam_acc[worse] + step[worse]
         if ok.any():
-            lam_prev[ok], gn_prev[ok] = lam[ok], gn[ok]
+            lam_acc[ok], gn_acc[ok], g_acc[ok] = lam[ok], gn[ok], grads[ok]
             step[ok] = -np.einsum("pij,pj->pi", Hc_inv[ok], grads[ok])
             lam[ok] = lam[ok] + step[ok]
         counter.outer_iters += int(active.sum())
