@@ -166,3 +166,26 @@ def test_config_refuses_bad_parameters():
         paper.config(mu=-1, verbose=False)
     with pytest.raises(ValueError, match="n_tasks"):
         paper.config(n_tasks=2, verbose=False)
+
+
+def test_retrain_broyden_and_stall_refresh_reach_the_cold_solution():
+    """Starting Newton matrices that overshoot (steps 2.5x and 8x too long) make the step-halving safeguard fire;
+    the Broyden updates (and, for the 8x case, the periodic exact refresh of the default) must still reach the cold
+    solve's answer. From the exact matrix, the secant updates must beat the plain chord iteration."""
+    md = _tiny(7, T=6)
+    mu, rho = 1.0, 0.1
+    res = B.outer_solve(md.train, mu, rho)
+    H = I.total_hessian(res, rho)
+    W = np.ones((1, 6))
+    W[0, 2] = 0
+    Hinv = np.linalg.inv(H - res.der.H_full[2])[None]
+    cold = B.outer_solve(md.train.take([0, 1, 3, 4, 5]), mu, rho)
+    cases = [(2.5, dict(broyden=True, refresh=0)), (2.5, dict(broyden=False, refresh=0)), (2.5, {}), (8.0, {})]
+    for scale, kw in cases:
+        rt = B.retrain(md.train, mu, rho, res.lam, res.sol.theta, W, scale * Hinv, **kw)
+        assert rt.grad_norm[0] <= 1e-10, (scale, kw, rt.grad_norm)
+        assert np.allclose(rt.lam[0], cold.lam, atol=1e-8), (scale, kw)
+    secant = B.retrain(md.train, mu, rho, res.lam, res.sol.theta, W, Hinv, broyden=True, refresh=0)
+    chord = B.retrain(md.train, mu, rho, res.lam, res.sol.theta, W, Hinv, broyden=False, refresh=0)
+    assert secant.grad_norm[0] <= 1e-10 and chord.grad_norm[0] <= 1e-10
+    assert secant.iters < chord.iters, (secant.iters, chord.iters)  # measured: 20 vs 70
