@@ -12,7 +12,7 @@ from lib.reppo.envs import BatchedPendulum, GymnasiumBatch
 from lib.reppo.grad_variance import gradient_variance
 from lib.reppo.hlgauss import decode, hl_gauss_targets, support
 from lib.reppo.networks import Adam, Critic, TanhGaussianActor
-from lib.reppo.ppo import gae, ppo_clip_loss
+from lib.reppo.ppo import PpoHP, ValueNorm, gae, matched_ppo_hp, ppo_clip_loss, train_ppo, value_loss
 from lib.reppo.reppo import ReppoHP, soft_td_lambda, train_reppo
 from lib.reppo.sac import ReplayBuffer
 
@@ -199,6 +199,83 @@ def test_gae_special_cases():
 
 
 # --- policy, optimiser, estimators --------------------------------------------------------------------------------
+def test_ppo_value_loss_without_clipping_is_plain_mse():
+    g = torch.Generator().manual_seed(2)
+    v = torch.randn(64, generator=g).requires_grad_(True)
+    v_old, ret = torch.randn(64, generator=g), 30.0 * torch.randn(64, generator=g)
+    loss = value_loss(v, v_old, ret, clip=None)
+    want = 0.5 * torch.nn.functional.mse_loss(v, ret)
+    assert torch.allclose(loss, want)
+    (gl,) = torch.autograd.grad(loss, v)
+    (gw,) = torch.autograd.grad(want, v)
+    assert torch.allclose(gl, gw)
+    # CleanRL's clipped loss is larger when targets are far from the old values and the clip is small
+    assert float(value_loss(v, v_old, ret, clip=0.2).detach()) > float(loss) + 1.0
+    assert torch.allclose(value_loss(v, v_old, ret, clip=1e9), loss)
+    assert PpoHP().value_clip is None and matched_ppo_hp().value_clip == 0.2
+
+
+def test_value_norm_matches_the_statistics_of_everything_seen():
+    g = torch.Generator().manual_seed(4)
+    chunks = [5.0 + 40.0 * torch.randn(n, generator=g) for n in (100, 37, 250)]
+    vn = ValueNorm(decay=1.0)
+    for c in chunks:
+        vn.update(c)
+    allx = torch.cat(chunks).double()
+    assert abs(vn.mean - float(allx.mean())) < 1e-6
+    assert abs(vn.var - float(allx.var(unbiased=False))) < 1e-4
+    x = torch.randn(10, generator=g)
+    assert torch.allclose(vn.denormalize(vn.normalize(x)), x, atol=1e-5)
+
+
+def test_ppo_critic_targets_are_normalised_over_a_rollout():
+    hp = PpoHP(n_envs=16, n_steps=64, epochs=1, minibatches=2, hidden=16)
+    one = train_ppo(total_steps=16 * 64, hp=hp, seed=1, eval_every=10_000, eval_episodes=2)
+    assert abs(one.diagnostics["critic_target_mean"]) < 1e-4
+    assert abs(one.diagnostics["critic_target_sd"] - 1.0) < 0.01
+    # later rollouts: running statistics (old ones down-weighted), so about, not exactly, N(0, 1); the first
+    # rollouts' rewards are inflated by the reward normaliser's start-up, which the decay forgets
+    later = train_ppo(total_steps=12 * 16 * 64, hp=hp, seed=1, eval_every=10_000, eval_episodes=2)
+    assert abs(later.diagnostics["critic_target_mean"]) < 0.5
+    assert 0.6 < later.diagnostics["critic_target_sd"] < 1.5
+    # without normalisation (the matched configuration) the critic sees raw scaled returns, far from N(0, 1)
+    raw = train_ppo(total_steps=16 * 64, hp=matched_ppo_hp(n_envs=16, n_steps=64, epochs=1, hidden=16), seed=1,
+                    eval_every=10_000, eval_episodes=2)
+    assert raw.diagnostics["critic_target_mean"] < -5.0
+
+
+def test_auc_and_paired_bootstrap():
+    from lib.reppo.experiments import paired_bootstrap
+    from lib.reppo.tuning import auc
+
+    assert auc([0, 10, 20], [-5, -5, -5]) == -5.0
+    assert abs(auc([0, 10, 30], [0, 10, 30]) - 15.0) < 1e-12  # linear curve: its mean
+    with pytest.raises(ValueError):
+        auc([0], [1.0])
+    lo, hi = paired_bootstrap([3.0, 3.0, 3.0])
+    assert lo == hi == 3.0
+    lo, hi = paired_bootstrap([-1.0, 0.0, 1.0, 2.0, 8.0])
+    assert lo < 2.0 < hi
+
+
+def test_tuning_scan_is_shipped_and_malformed_scans_are_refused(tmp_path):
+    from lib.reppo.tuning import GRID_CLIP, GRID_KL, GRID_LR, TUNING_SEEDS, load_scan
+
+    scan, best = load_scan()
+    assert set(scan["seed"]) == set(TUNING_SEEDS) and not set(TUNING_SEEDS) & set(range(0, 5000))
+    assert len(scan) == 2 * len(GRID_LR) * 3 * len(TUNING_SEEDS)
+    assert best["REPPO"]["lr"] in GRID_LR and best["REPPO"]["trust_region"] in GRID_KL
+    assert best["PPO"]["lr"] in GRID_LR and best["PPO"]["trust_region"] in GRID_CLIP
+    bad = tmp_path / "scan.json"
+    bad.write_text('{"rows": [{"algo": "PPO"}]}')
+    with pytest.raises(ValueError, match="scan.json"):
+        load_scan(bad)
+    with pytest.raises(FileNotFoundError, match="lib.reppo.tune"):
+        load_scan(tmp_path / "missing.json")
+    with pytest.raises(ValueError, match="scan_path"):
+        paper.config(scan_path=str(tmp_path / "missing.json"), out_dir=str(tmp_path), verbose=False)
+
+
 def test_tanh_gaussian_log_prob_matches_torch_distributions():
     torch.manual_seed(0)
     actor = TanhGaussianActor(3, 2, hidden=16, layers=2)

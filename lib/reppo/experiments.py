@@ -12,35 +12,69 @@ from lib.common import progress
 
 from .grad_variance import gradient_variance, variance_ratio
 from .memory import paper_scale_storage, peak_memory, storage_table
-from .ppo import PpoHP, train_ppo
+from .ppo import PpoHP, matched_ppo_hp, train_ppo
 from .reppo import ABLATIONS, ReppoHP, train_reppo
 from .rollout import RunResult
-from .sac import ReplayBuffer, SacHP, train_sac
+from .sac import ReplayBuffer
 from .envs import env_spec
 
 
 # -- configurations ------------------------------------------------------------------------------------------------
+PPO = "PPO"  # CleanRL's continuous-action PPO, tuned on the same grid as REPPO
+MATCHED = "PPO (matched updates)"  # the authors' PPO relative to REPPO: fixed reward scale, clipped value loss
+
+
+def _pendulum(env: str) -> bool:
+    return env in ("BatchedPendulum", "Pendulum-v1")
+
+
+def tuned(cfg) -> dict:
+    """{algo: {"lr", "trust_region"}} for the Pendulum runs: the best cells of the shipped tuning scan, unless the
+    notebook fixed ``lr`` / ``kl_bound`` (then REPPO and PPO both take that lr; the trust regions stay tuned)."""
+    from .tuning import load_scan
+
+    _, b = load_scan(cfg.scan_path)
+    out = {a: dict(lr=b[a]["lr"], trust_region=b[a]["trust_region"]) for a in ("REPPO", "PPO")}
+    if cfg.lr is not None:
+        for a in out:
+            out[a]["lr"] = float(cfg.lr)
+    if cfg.kl_bound is not None:
+        out["REPPO"]["trust_region"] = float(cfg.kl_bound)
+    return out
+
+
 def reppo_hp(cfg, env: Optional[str] = None, **kw) -> ReppoHP:
-    """REPPO's setting for ``env`` in this run (rollout size, network width, learning rate, KL bound)."""
-    big = (env or cfg.env) not in ("BatchedPendulum", "Pendulum-v1")
-    base = dict(n_envs=cfg.n_envs, n_steps=cfg.n_steps, epochs=4, minibatches=cfg.reppo_minibatches, lr=cfg.lr,
-                kl_bound=cfg.kl_bound, hidden=cfg.hidden_big if big else cfg.hidden)
+    """REPPO's setting for ``env``: the tuned lr and KL bound on Pendulum; on MuJoCo, untuned: lr 1e-3 (the same
+    for both methods), the paper's ε_KL = 0.1, wider networks."""
+    env = env or cfg.env
+    if _pendulum(env):
+        t = tuned(cfg)["REPPO"]
+        lr, kl, hidden = t["lr"], t["trust_region"], cfg.hidden
+    else:
+        lr, kl, hidden = MUJOCO_LR, 0.1, cfg.hidden_big
+    base = dict(n_envs=cfg.n_envs, n_steps=cfg.n_steps, epochs=4, minibatches=cfg.reppo_minibatches, lr=lr,
+                kl_bound=kl, hidden=hidden)
     base.update(kw)
     return ReppoHP(**base)
 
 
-def ppo_hp(cfg, env: Optional[str] = None, **kw) -> PpoHP:
-    """PPO's setting: the same rollout and learning rate, 16 epochs of minibatches four times larger than
-    REPPO's (the authors' 16 × 32 against 4 × 128), so both take the same number of gradient steps."""
-    big = (env or cfg.env) not in ("BatchedPendulum", "Pendulum-v1")
-    base = dict(n_envs=cfg.n_envs, n_steps=cfg.n_steps, epochs=16, minibatches=max(cfg.reppo_minibatches // 4, 1),
-                lr=cfg.lr, hidden=cfg.hidden_big if big else cfg.hidden)
+def ppo_hp(cfg, env: Optional[str] = None, matched: bool = False, **kw) -> PpoHP:
+    """PPO's setting: CleanRL's continuous-action defaults (PpoHP) with the tuned lr and clip on Pendulum; on
+    MuJoCo lr 1e-3 and clip 0.2, untuned. ``matched``: the authors' matched-update PPO (``matched_ppo_hp``) at
+    REPPO's tuned learning rate."""
+    env = env or cfg.env
+    if _pendulum(env):
+        t = tuned(cfg)
+        lr, clip = (t["REPPO"]["lr"], 0.2) if matched else (t["PPO"]["lr"], t["PPO"]["trust_region"])
+        hidden = cfg.hidden
+    else:
+        lr, clip, hidden = MUJOCO_LR, 0.2, cfg.hidden_big
+    base = dict(n_envs=cfg.n_envs, n_steps=cfg.n_steps, lr=lr, clip=clip, hidden=hidden)
     base.update(kw)
-    return PpoHP(**base)
+    return matched_ppo_hp(**base) if matched else PpoHP(**base)
 
 
-CLEANRL = "PPO (CleanRL-style)"
-CLEANRL_CHANGES = dict(epochs=10, minibatches=8, reward_norm=True)  # 2.5x the gradient steps, return normalisation
+MUJOCO_LR = 1e-3
 
 
 def train_seeds(cfg) -> list[int]:
@@ -56,12 +90,32 @@ def steps_to(res: RunResult, level: float) -> float:
     return float(hit["steps"].iloc[0]) if len(hit) else float("nan")
 
 
+def steps_to_censored(res: RunResult, level: float) -> float:
+    """``steps_to``, with a run that never reaches ``level`` counted as its length plus one evaluation interval."""
+    v = steps_to(res, level)
+    if np.isnan(v):
+        st = res.curve["steps"].to_numpy()
+        v = float(st[-1] + (st[-1] - st[-2]))
+    return v
+
+
 def _curve_rows(res: RunResult) -> pd.DataFrame:
     df = res.curve.copy()
     df.insert(0, "seed", res.seed)
     df.insert(0, "env", res.env)
     df.insert(0, "algo", res.algo)
     return df
+
+
+def paired_bootstrap(diff, n_boot: int = 10_000, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap CI of the mean of paired differences (resampling seeds with replacement)."""
+    d = np.asarray(diff, float)
+    if len(d) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+    a = (1 - level) / 2
+    return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
 
 
 # -- Figure 1 and 2: learning curves -------------------------------------------------------------------------------
@@ -75,57 +129,80 @@ class Curves:
         return pd.concat([_curve_rows(r) for r in self.runs], ignore_index=True)
 
     def final(self) -> pd.DataFrame:
-        """Final deterministic return per (env, algorithm): mean, standard error over seeds, n, wall-clock, and
-        (Pendulum) the mean number of steps until an evaluation first reaches −400 (NaN: never within the run)."""
-        rows = pd.DataFrame([dict(r.summary(), steps_to_m400=steps_to(r, -400.0)) for r in self.runs])
+        """Per (env, algorithm): area under the return curve per step (mean, s.e. over seeds), final return, seeds,
+        steps, training seconds and (Pendulum) the mean steps until an evaluation first reaches −400 (a run that
+        never does counts as its length plus one evaluation interval)."""
+        from .tuning import auc
+
+        rows = pd.DataFrame([dict(r.summary(), auc=auc(r.curve["steps"], r.curve["return"]),
+                                  steps_to_m400=steps_to_censored(r, -400.0) if "Pendulum" in r.env else np.nan)
+                             for r in self.runs])
         g = rows.groupby(["env", "algo"], sort=False)
-        out = g["final_return"].agg(["mean", "std", "count"])
-        out["se"] = out["std"].fillna(0.0) / np.sqrt(out["count"])
+        out = g["auc"].agg(["mean", "std", "count"]).rename(columns={"mean": "auc"})
+        out["auc_se"] = out["std"].fillna(0.0) / np.sqrt(out["count"])
+        out["final_return"] = g["final_return"].mean()
         out["env_steps"] = g["env_steps"].first()
         out["train_s"] = g["wall_s"].mean()
-        out["steps_to_-400"] = g["steps_to_m400"].agg(lambda v: v.mean() if v.notna().all() else np.nan)
-        return out[["mean", "se", "count", "env_steps", "train_s", "steps_to_-400"]].rename(
+        out["steps_to_-400"] = g["steps_to_m400"].mean()
+        return out[["auc", "auc_se", "final_return", "count", "env_steps", "train_s", "steps_to_-400"]].rename(
             columns={"count": "seeds"})
 
     def get(self, algo: str, env: str) -> list:
         return [r for r in self.runs if r.algo == algo and r.env == env]
 
-    def margin(self, env: str) -> float:
-        """Mean final return of REPPO minus that of PPO on ``env`` (same steps, same seeds)."""
-        f = self.final()
-        return float(f.loc[(env, "REPPO"), "mean"] - f.loc[(env, "PPO"), "mean"])
+    def paired(self, env: str, other: str = PPO, metric: str = "auc") -> pd.DataFrame:
+        """Per seed run by both: REPPO's and ``other``'s AUC (``metric="auc"``, higher is better) or steps to −400
+        (``metric="steps"``, lower is better), and ``diff`` = REPPO's advantage (AUC: REPPO − other; steps:
+        other − REPPO), so a positive diff always favours REPPO."""
+        from .tuning import auc
+
+        def val(r):
+            return auc(r.curve["steps"], r.curve["return"]) if metric == "auc" else steps_to_censored(r, -400.0)
+
+        a = {r.seed: val(r) for r in self.get("REPPO", env)}
+        b = {r.seed: val(r) for r in self.get(other, env)}
+        seeds = [s for s in a if s in b]
+        df = pd.DataFrame(dict(seed=seeds, REPPO=[a[s] for s in seeds], other=[b[s] for s in seeds]))
+        df["diff"] = df["REPPO"] - df["other"] if metric == "auc" else df["other"] - df["REPPO"]
+        return df
+
+    def advantage(self, env: str, other: str = PPO, metric: str = "auc") -> float:
+        """Mean over seeds of the paired difference (NaN when ``other`` did not run)."""
+        d = self.paired(env, other, metric)["diff"]
+        return float(d.mean()) if len(d) else float("nan")
+
+    def advantage_ci(self, env: str, other: str = PPO) -> tuple[float, float]:
+        """95 % paired bootstrap CI of the mean AUC advantage of REPPO over ``other``."""
+        return paired_bootstrap(self.paired(env, other)["diff"])
 
     def reppo_model(self) -> dict:
         return next(r.model for r in self.runs if r.algo == "REPPO" and r.model is not None)
 
 
 def learning_curves(cfg) -> Curves:
-    """REPPO and PPO on the main task, ``n_train_seeds`` seeds each (full mode adds SAC, and a CleanRL-style PPO
-    for ``cleanrl_seeds`` seeds), then every task of ``gym_envs`` (one seed) through gymnasium."""
+    """REPPO and the tuned CleanRL PPO on the main task, ``n_train_seeds`` seeds each, plus the matched-update PPO
+    for ``matched_seeds`` seeds (full mode); then every task of ``gym_envs`` for ``mujoco_seeds`` seeds."""
     out = Curves(envs=(cfg.env,) + tuple(cfg.gym_envs))
     seeds = train_seeds(cfg)
     jobs = []
     for k, s in enumerate(seeds):
-        jobs.append(("REPPO", cfg.env, s, cfg.total_steps))
-        jobs.append(("PPO", cfg.env, s, cfg.total_steps))
-        if k < cfg.cleanrl_seeds:
-            jobs.append((CLEANRL, cfg.env, s, cfg.total_steps))
-        if cfg.sac_steps:
-            jobs.append(("SAC (replay)", cfg.env, s, cfg.sac_steps))
+        jobs += [("REPPO", cfg.env, s, cfg.total_steps), (PPO, cfg.env, s, cfg.total_steps)]
+        if k < cfg.matched_seeds:
+            jobs.append((MATCHED, cfg.env, s, cfg.total_steps))
     for env in cfg.gym_envs:
-        steps = cfg.gym_pendulum_steps if env == "Pendulum-v1" else cfg.mujoco_steps
-        jobs += [("REPPO", env, seeds[0], steps), ("PPO", env, seeds[0], steps)]
+        steps = cfg.total_steps if _pendulum(env) else cfg.mujoco_steps
+        for s in [int(cfg.seed) + 1000 * k for k in range(cfg.mujoco_seeds)]:
+            jobs += [("REPPO", env, s, steps), (PPO, env, s, steps)]
     for algo, env, s, steps in progress(jobs, desc="training"):
-        kw = dict(env_name=env, total_steps=steps, seed=s, eval_every=max(steps // cfg.n_evals, 1),
+        n_evals = cfg.n_evals if _pendulum(env) else cfg.n_evals_mujoco
+        kw = dict(env_name=env, total_steps=steps, seed=s, eval_every=max(steps // n_evals, 1),
                   eval_episodes=cfg.eval_episodes if env_spec(env)["horizon"] <= 200 else cfg.eval_episodes_mujoco)
         if algo == "REPPO":
             out.runs.append(train_reppo(hp=reppo_hp(cfg, env), keep_model=(env == cfg.env and s == seeds[0]), **kw))
-        elif algo == "PPO":
-            out.runs.append(train_ppo(hp=ppo_hp(cfg, env), **kw))
-        elif algo == CLEANRL:
-            out.runs.append(train_ppo(hp=ppo_hp(cfg, env, **CLEANRL_CHANGES), label=CLEANRL, **kw))
+        elif algo == PPO:
+            out.runs.append(train_ppo(hp=ppo_hp(cfg, env), label=PPO, **kw))
         else:
-            out.runs.append(train_sac(hp=SacHP(hidden=cfg.hidden * 2, lr=cfg.lr), **kw))
+            out.runs.append(train_ppo(hp=ppo_hp(cfg, env, matched=True), label=MATCHED, **kw))
     return out
 
 
@@ -165,24 +242,17 @@ def memory_study(cfg, curves: Curves) -> Memory:
 
 # -- Figure 4: hyperparameter robustness ---------------------------------------------------------------------------
 def robustness_grid(cfg) -> pd.DataFrame:
-    """Final return over learning rate × trust-region size: REPPO's KL bound ε_KL, PPO's clip ε."""
-    rows = []
-    jobs = [(algo, lr, k) for algo, knobs in (("REPPO", cfg.grid_kl), ("PPO", cfg.grid_clip))
-            for lr in cfg.grid_lr for k in knobs]
-    for algo, lr, k in progress(jobs, desc="grid"):
-        kw = dict(env_name=cfg.env, total_steps=cfg.grid_steps, seed=cfg.seed, eval_every=cfg.grid_steps,
-                  eval_episodes=cfg.eval_episodes)
-        if algo == "REPPO":
-            res = train_reppo(hp=reppo_hp(cfg, lr=lr, kl_bound=k), **kw)
-        else:
-            res = train_ppo(hp=ppo_hp(cfg, lr=lr, clip=k), **kw)
-        rows.append(dict(algo=algo, lr=lr, trust_region=k, final_return=res.final_return, wall_s=res.wall_s))
-    return pd.DataFrame(rows)
+    """The tuning scan (``data/reppo/tuning_scan.json``, made by ``python -m lib.reppo.tune``): AUC and final return
+    over learning rate × trust-region size (REPPO's ε_KL, PPO's clip ε), mean over the two tuning seeds."""
+    from .tuning import load_scan, summarize
+
+    scan, _ = load_scan(cfg.scan_path)
+    return summarize(scan)
 
 
 def robustness_summary(grid: pd.DataFrame) -> pd.DataFrame:
-    g = grid.groupby("algo", sort=False)["final_return"]
-    return pd.DataFrame({"median": g.median(), "worst": g.min(), "best": g.max(), "settings": g.count()})
+    g = grid.groupby("algo", sort=False)["auc"]
+    return pd.DataFrame({"median AUC": g.median(), "worst": g.min(), "best": g.max(), "settings": g.count()})
 
 
 # -- Figure 5: ablations -------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-COLORS = {"REPPO": "C0", "PPO": "C1", "SAC (replay)": "C2", "PPO (CleanRL-style)": "C3"}
+COLORS = {"REPPO": "C0", "PPO": "C1", "SAC (replay)": "C2", "PPO (matched updates)": "C3"}
 
 
 def _panels(n: int, width: float = 4.2, height: float = 3.4):
@@ -15,32 +15,38 @@ def _panels(n: int, width: float = 4.2, height: float = 3.4):
 
 
 def plot_learning_curves(curves, x: str = "steps"):
-    """Deterministic-policy return against environment steps (or training seconds); mean ± s.e. over seeds."""
+    """Deterministic-policy return against environment steps (or training seconds): mean over seeds (line) and
+    the range over seeds (band, min to max); the seed count is in the legend."""
     table = curves.table
     envs = list(dict.fromkeys(table["env"]))
     fig, axes = _panels(len(envs))
+    handles = {}
     for ax, env in zip(axes, envs):
         sub = table[table["env"] == env]
         for algo, d in sub.groupby("algo", sort=False):
             c = COLORS.get(algo)
-            if x == "steps":
-                g = d.groupby("steps")["return"]
-                m, se, n = g.mean(), g.std().fillna(0.0), g.count()
-                se = se / np.sqrt(n)
-                k = int(n.max())
-                ax.plot(m.index, m.values, color=c, label=f"{algo} ({k} seed{'s' if k > 1 else ''})")
-                ax.fill_between(m.index, m - se, m + se, color=c, alpha=0.2, lw=0)
-            else:
-                for i, (_, run) in enumerate(d.groupby("seed")):
-                    ax.plot(run["wall_s"], run["return"], color=c, alpha=0.85, marker=".",
-                            label=algo if i == 0 else None)
+            k = d["seed"].nunique()
+            g = d.groupby("steps")
+            m = g["return"].mean()
+            xs = m.index.to_numpy() if x == "steps" else g["wall_s"].mean().to_numpy()
+            (h,) = ax.plot(xs, m.values, color=c, marker="." if x != "steps" else None,
+                           label=f"{algo} ({k} seed{'s' if k > 1 else ''})")
+            if k > 1:
+                ax.fill_between(xs, g["return"].min().values, g["return"].max().values, color=c, alpha=0.18, lw=0)
+            handles.setdefault(algo, h)
         ax.set_title(env)
-        ax.set_xlabel("environment steps" if x == "steps" else "training wall-clock (s, evaluation excluded)")
+        ax.set_xlabel("environment steps" if x == "steps" else "training wall-clock (s, mean over seeds; "
+                      "evaluation excluded)")
         ax.set_ylabel("return (deterministic policy)")
-        ax.legend(loc="lower right")
     what = "environment steps" if x == "steps" else "wall-clock time"
-    fig.suptitle(f"REPPO vs PPO: return against {what}", y=1.02)
-    fig.tight_layout()
+    fig.suptitle(f"REPPO vs PPO: return against {what}\n(line: mean over seeds; band: min to max)", y=1.04)
+    if len(envs) == 1:  # the lower right of a Pendulum panel is empty once learning starts
+        axes[0].legend(handles=list(handles.values()), loc="lower right", fontsize=8)
+        fig.tight_layout()
+    else:
+        fig.legend(handles=list(handles.values()), loc="lower center", ncol=min(len(handles), 3),
+                   bbox_to_anchor=(0.5, -0.02), frameon=False)
+        fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 
@@ -79,23 +85,24 @@ def plot_memory(mem):
 
 
 def plot_robustness(grid: pd.DataFrame):
-    """Final return over learning rate × trust-region size for REPPO (ε_KL) and PPO (clip ε)."""
+    """The tuning scan: area under the return curve (mean return over training) over learning rate ×
+    trust-region size for REPPO (ε_KL) and PPO (clip ε), and its spread over the grid."""
     fig, axes = _panels(3, width=3.9)
-    lo, hi = grid["final_return"].min(), grid["final_return"].max()
-    for ax, algo, knob in ((axes[0], "REPPO", "KL bound ε_KL"), (axes[1], "PPO", "clip ε")):
-        piv = grid[grid["algo"] == algo].pivot(index="trust_region", columns="lr", values="final_return")
+    lo, hi = grid["auc"].min(), grid["auc"].max()
+    for ax, algo, knob in ((axes[0], "REPPO", r"KL bound $\varepsilon_{KL}$"), (axes[1], "PPO", r"clip $\epsilon$")):
+        piv = grid[grid["algo"] == algo].pivot(index="trust_region", columns="lr", values="auc")
         sns.heatmap(piv, ax=ax, annot=True, fmt=".0f", cmap="viridis", vmin=lo, vmax=hi, cbar=False,
                     annot_kws={"fontsize": 8})
-        ax.set_title(f"{algo}: final return")
+        ax.set_title(f"{algo}: area under return curve")
         ax.set_xlabel("learning rate")
         ax.set_ylabel(knob)
-    sns.boxplot(data=grid, x="algo", y="final_return", ax=axes[2], hue="algo", palette=COLORS, legend=False,
+    sns.boxplot(data=grid, x="algo", y="auc", ax=axes[2], hue="algo", palette=COLORS, legend=False,
                 width=0.5, fliersize=0)
-    sns.stripplot(data=grid, x="algo", y="final_return", ax=axes[2], color="k", size=4)
-    axes[2].set_ylabel("final return over the grid")
+    sns.stripplot(data=grid, x="algo", y="auc", ax=axes[2], color="k", size=4)
+    axes[2].set_ylabel("area under return curve (mean return)")
     axes[2].set_xlabel("")
     axes[2].set_title("spread over all settings")
-    fig.suptitle("Hyperparameter robustness", y=1.02)
+    fig.suptitle("Hyperparameter sensitivity (tuning scan, tuning seeds 9000-9001)", y=1.02)
     fig.tight_layout()
     return fig
 
