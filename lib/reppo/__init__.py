@@ -82,7 +82,7 @@ SIZES = {
         "eval_episodes_mujoco": 4,
         "gym_envs": ("HalfCheetah-v5", "Hopper-v5"),
         "mujoco_steps": 40_960,
-        "mujoco_seeds": 2,
+        "mujoco_seeds": 3,
         "replay_size": 1_000_000,
         "peak_memory_steps": 20_480,
         "ablation_steps": 40_960,
