@@ -120,15 +120,22 @@ def _noisy_ys(md):
     return np.where(md.noisy_tasks[:, None], md.train.ys, ys)
 
 
-def test_retrain_loto_matches_cold_solve():
+def _loto_case():
+    """Task 2 of 6 left out: the full solve, the edited problem's exact inverse Newton matrix and the cold re-solve."""
     md = _tiny(7, T=6)
     mu, rho = 1.0, 0.1
     res = B.outer_solve(md.train, mu, rho)
     H = I.total_hessian(res, rho)
     W = np.ones((1, 6))
     W[0, 2] = 0
-    rt = B.retrain(md.train, mu, rho, res.lam, res.sol.theta, W, np.linalg.inv(H - res.der.H_full[2])[None])
+    Hinv = np.linalg.inv(H - res.der.H_full[2])[None]
     cold = B.outer_solve(md.train.take([0, 1, 3, 4, 5]), mu, rho)
+    return md, mu, rho, res, W, Hinv, cold
+
+
+def test_retrain_loto_matches_cold_solve():
+    md, mu, rho, res, W, Hinv, cold = _loto_case()
+    rt = B.retrain(md.train, mu, rho, res.lam, res.sol.theta, W, Hinv)
     assert np.allclose(rt.lam[0], cold.lam, atol=1e-7)
 
 
@@ -172,14 +179,7 @@ def test_retrain_broyden_and_stall_refresh_reach_the_cold_solution():
     """Starting Newton matrices that overshoot (steps 2.5x and 8x too long) make the step-halving safeguard fire;
     the Broyden updates (and, for the 8x case, the periodic exact refresh of the default) must still reach the cold
     solve's answer. From the exact matrix, the secant updates must beat the plain chord iteration."""
-    md = _tiny(7, T=6)
-    mu, rho = 1.0, 0.1
-    res = B.outer_solve(md.train, mu, rho)
-    H = I.total_hessian(res, rho)
-    W = np.ones((1, 6))
-    W[0, 2] = 0
-    Hinv = np.linalg.inv(H - res.der.H_full[2])[None]
-    cold = B.outer_solve(md.train.take([0, 1, 3, 4, 5]), mu, rho)
+    md, mu, rho, res, W, Hinv, cold = _loto_case()
     cases = [(2.5, dict(broyden=True, refresh=0)), (2.5, dict(broyden=False, refresh=0)), (2.5, {}), (8.0, {})]
     for scale, kw in cases:
         rt = B.retrain(md.train, mu, rho, res.lam, res.sol.theta, W, scale * Hinv, **kw)

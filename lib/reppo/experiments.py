@@ -1,7 +1,7 @@
 """One function per figure of the notebook; each returns plain results (DataFrames, dataclasses)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional
 
 import numpy as np
@@ -17,6 +17,7 @@ from .reppo import ABLATIONS, ReppoHP, train_reppo
 from .rollout import RunResult
 from .sac import ReplayBuffer
 from .envs import env_spec
+from .tuning import auc, load_scan, scan_hp, summarize
 
 
 # -- configurations ------------------------------------------------------------------------------------------------
@@ -31,8 +32,6 @@ def _pendulum(env: str) -> bool:
 def tuned(cfg) -> dict:
     """{algo: {"lr", "trust_region"}} for the Pendulum runs: the best cells of the shipped tuning scan, unless the
     notebook fixed ``lr`` / ``kl_bound`` (then REPPO and PPO both take that lr; the trust regions stay tuned)."""
-    from .tuning import load_scan
-
     _, b = load_scan(cfg.scan_path)
     out = {a: dict(lr=b[a]["lr"], trust_region=b[a]["trust_region"]) for a in ("REPPO", "PPO")}
     if cfg.lr is not None:
@@ -52,10 +51,7 @@ def reppo_hp(cfg, env: Optional[str] = None, **kw) -> ReppoHP:
         lr, kl, hidden = t["lr"], t["trust_region"], cfg.hidden
     else:
         lr, kl, hidden = MUJOCO_LR, 0.1, cfg.hidden_big
-    base = dict(n_envs=cfg.n_envs, n_steps=cfg.n_steps, epochs=4, minibatches=cfg.reppo_minibatches, lr=lr,
-                kl_bound=kl, hidden=hidden)
-    base.update(kw)
-    return ReppoHP(**base)
+    return replace(scan_hp("REPPO", lr, kl, _setting(cfg, hidden)), **kw)  # the tuning scan's builder
 
 
 def ppo_hp(cfg, env: Optional[str] = None, matched: bool = False, **kw) -> PpoHP:
@@ -69,9 +65,15 @@ def ppo_hp(cfg, env: Optional[str] = None, matched: bool = False, **kw) -> PpoHP
         hidden = cfg.hidden
     else:
         lr, clip, hidden = MUJOCO_LR, 0.2, cfg.hidden_big
-    base = dict(n_envs=cfg.n_envs, n_steps=cfg.n_steps, lr=lr, clip=clip, hidden=hidden)
-    base.update(kw)
-    return matched_ppo_hp(**base) if matched else PpoHP(**base)
+    if matched:
+        return matched_ppo_hp(n_envs=cfg.n_envs, n_steps=cfg.n_steps, lr=lr, clip=clip, hidden=hidden, **kw)
+    return replace(scan_hp("PPO", lr, clip, _setting(cfg, hidden)), **kw)  # the tuning scan's builder
+
+
+def _setting(cfg, hidden: int) -> dict:
+    """The run's sizes in the form :func:`lib.reppo.tuning.scan_hp` takes, so that Figure 1 and the scan build
+    their configurations the same way."""
+    return dict(n_envs=cfg.n_envs, n_steps=cfg.n_steps, hidden=hidden, reppo_minibatches=cfg.reppo_minibatches)
 
 
 MUJOCO_LR = 1e-3
@@ -132,8 +134,6 @@ class Curves:
         """Per (env, algorithm): area under the return curve per step (mean, s.e. over seeds), final return, seeds,
         steps, training seconds and (Pendulum) the mean steps until an evaluation first reaches −400 (a run that
         never does counts as its length plus one evaluation interval)."""
-        from .tuning import auc
-
         rows = pd.DataFrame([dict(r.summary(), auc=auc(r.curve["steps"], r.curve["return"]),
                                   steps_to_m400=steps_to_censored(r, -400.0) if "Pendulum" in r.env else np.nan)
                              for r in self.runs])
@@ -154,8 +154,6 @@ class Curves:
         """Per seed run by both: REPPO's and ``other``'s AUC (``metric="auc"``, higher is better) or steps to −400
         (``metric="steps"``, lower is better), and ``diff`` = REPPO's advantage (AUC: REPPO − other; steps:
         other − REPPO), so a positive diff always favours REPPO."""
-        from .tuning import auc
-
         def val(r):
             return auc(r.curve["steps"], r.curve["return"]) if metric == "auc" else steps_to_censored(r, -400.0)
 
@@ -244,8 +242,6 @@ def memory_study(cfg, curves: Curves) -> Memory:
 def robustness_grid(cfg) -> pd.DataFrame:
     """The tuning scan (``data/reppo/tuning_scan.json``, made by ``python -m lib.reppo.tune``): AUC and final return
     over learning rate × trust-region size (REPPO's ε_KL, PPO's clip ε), mean over the two tuning seeds."""
-    from .tuning import load_scan, summarize
-
     scan, _ = load_scan(cfg.scan_path)
     return summarize(scan)
 
