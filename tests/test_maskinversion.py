@@ -122,6 +122,21 @@ def test_decomposition_equals_double_backprop(clip, sc):
     assert float(a.amin((1, 2)).abs().max()) < 1e-6 and float((a.amax((1, 2)) - 1).abs().max()) < 1e-5
 
 
+def test_factored_jacobian_equals_jacrev_over_attention(clip, sc):
+    """The stored J = (df/do) v^T equals df/dA taken directly by jacrev over the attention probabilities."""
+    from torch.func import jacrev
+
+    px = torch.from_numpy(sc.images[:2])
+    state = legrad.ImageState(clip.model, px)
+    J = legrad.attention_jacobian(state, chunk=1)
+    for b in range(2):
+        ref = jacrev(lambda A1: legrad.f_of_attention(clip.model, state.x[b:b + 1], A1[None], state.v[b:b + 1])[0])(
+            state.A[b])
+        assert J.shape[1:] == ref.shape
+        assert torch.allclose(J.full()[b], ref, atol=1e-7, rtol=1e-4)
+    assert torch.equal(J[[1]].full()[0], J.full()[1])
+
+
 def test_dice_loss_closed_form():
     m = torch.zeros(2, 4, 4)
     m[:, :2, :2] = 1

@@ -304,13 +304,16 @@ def timing(cfg, clip, test: RegionData) -> dict:
     pxa = test.pixel_values[:n_img]
     d = clip.model.config.projection_dim
     emb = torch.randn(k, d, generator=g)
-    inv = mask_inversion(clip.model, pxa, test.img_idx[:k], test.masks[:k], lr=cfg.lr, steps=cfg.steps)
+    state = ImageState(clip.model, pxa)
+    J = attention_jacobian(state)  # one Jacobian per image serves every decomposed map below
+    inv = mask_inversion(clip.model, pxa, test.img_idx[:k], test.masks[:k], lr=cfg.lr, steps=cfg.steps,
+                         state=state, J=J)
     inv_naive = mask_inversion(clip.model, pxa, test.img_idx[:k], test.masks[:k], lr=cfg.lr, steps=cfg.steps,
-                               decomposed=False)
+                               decomposed=False, state=state)
     diffs = []
     for e in (emb, inv.let):
-        a = legrad_maps(clip.model, pxa, e, test.img_idx[:k], decomposed=True)
-        b = legrad_maps(clip.model, pxa, e, test.img_idx[:k], decomposed=False)
+        a = legrad_maps(clip.model, pxa, e, test.img_idx[:k], decomposed=True, state=state, J=J)
+        b = legrad_maps(clip.model, pxa, e, test.img_idx[:k], decomposed=False, state=state)
         diffs.append(float((a - b).abs().max()))
     return {"table": df, "max_map_diff": max(diffs), "let_rel_diff": float(
         ((inv.let - inv_naive.let).norm(dim=1) / inv.let.norm(dim=1)).max()),
