@@ -343,3 +343,18 @@ def test_train_reppo_is_deterministic_and_stores_one_rollout():
     assert a.curve["return"].tolist() == b.curve["return"].tolist()
     assert a.stored_transitions == 64 and a.env_steps == 128 and list(a.curve["steps"]) == [0, 64, 128]
     assert a.diagnostics["target_min"] >= -165.0 - 1e-3 and np.isfinite(a.final_return)
+
+
+def test_training_runs_in_worker_processes_give_the_same_numbers():
+    """Figure 1's runs in two worker processes return exactly what they return one after the other."""
+    from lib.reppo.experiments import _train_one, run_parallel
+
+    hp = ReppoHP(n_envs=8, n_steps=8, epochs=1, minibatches=2, hidden=16)
+    php = matched_ppo_hp(n_envs=8, n_steps=8, epochs=1, hidden=16)
+    calls = [("REPPO", dict(hp=hp, total_steps=128, seed=s, eval_every=64, eval_episodes=4)) for s in (3, 4)]
+    calls.append(("PPO", dict(hp=php, total_steps=128, seed=3, eval_every=64, eval_episodes=4, label="PPO")))
+    one = run_parallel(_train_one, calls, workers=1)
+    two = run_parallel(_train_one, calls, workers=2)
+    assert [r.algo for r in two] == [r.algo for r in one] and [r.seed for r in two] == [r.seed for r in one]
+    for a, b in zip(one, two):
+        assert a.curve["return"].tolist() == b.curve["return"].tolist()

@@ -8,6 +8,8 @@ figure) and ``plots``.
 """
 from __future__ import annotations
 
+import os
+
 import torch  # noqa: F401  (imported before config runs, so lib.common seeds torch too)
 
 from lib.common import check_choice, check_float, check_int, check_path, make_config
@@ -104,7 +106,7 @@ LOADERS = {
 
 
 def config(mode="quick", seed=0, out_dir=None, device="auto", env="BatchedPendulum", total_steps=None,
-           n_train_seeds=None, lr=None, kl_bound=None, gym_envs=None, scan_path=None, verbose=True):
+           n_train_seeds=None, lr=None, kl_bound=None, gym_envs=None, scan_path=None, workers=None, verbose=True):
     """Validate the notebook's parameters and build the run configuration.
 
     env : main task of Figures 1-6 ("BatchedPendulum", or a gymnasium id such as "Pendulum-v1").
@@ -115,11 +117,14 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", env="BatchedPendul
     gym_envs : extra gymnasium tasks for Figure 1 (None: none in quick mode; HalfCheetah-v5 and Hopper-v5 in full
         mode). MuJoCo tasks need the optional package ``mujoco``.
     scan_path : the tuning scan JSON (None: data/reppo/tuning_scan.json, made by ``python -m lib.reppo.tune``).
+    workers : processes for Figure 1's independent training runs (None: 2, or 1 on a one-core machine); the
+        numbers do not depend on it, only the wall-clock does.
     Training runs on the CPU whatever ``device`` says (the networks are tiny); ``device`` is recorded.
     """
     check_choice("env", env, ENV_NAMES)
     check_int("total_steps", total_steps, lo=2_048, hi=20_000_000, allow_none=True)
     check_int("n_train_seeds", n_train_seeds, lo=1, hi=20, allow_none=True)
+    check_int("workers", workers, lo=1, hi=64, allow_none=True)
     check_float("lr", lr, lo=0.0, hi=0.1, lo_open=True, allow_none=True)
     check_float("kl_bound", kl_bound, lo=0.0, lo_open=True, allow_none=True)
     scan_path = check_path("scan_path", scan_path)
@@ -142,7 +147,8 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", env="BatchedPendul
     return make_config(SLUG, mode=mode, seed=seed, out_dir=out_dir, device=device, sizes=SIZES, verbose=verbose,
                        env=env, total_steps=total_steps, n_train_seeds=n_train_seeds,
                        lr=None if lr is None else float(lr), kl_bound=None if kl_bound is None else float(kl_bound),
-                       gym_envs=gym_envs, scan_path=scan_path)
+                       gym_envs=gym_envs, scan_path=scan_path,
+                       workers=int(workers) if workers is not None else min(2, os.cpu_count() or 1))
 
 
 __all__ = [

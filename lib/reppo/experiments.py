@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lib.common import progress
+from lib.common import limit_threads, progress
 
 from .grad_variance import gradient_variance, variance_ratio
 from .memory import paper_scale_storage, peak_memory, storage_table
@@ -191,17 +191,46 @@ def learning_curves(cfg) -> Curves:
         steps = cfg.total_steps if _pendulum(env) else cfg.mujoco_steps
         for s in [int(cfg.seed) + 1000 * k for k in range(cfg.mujoco_seeds)]:
             jobs += [("REPPO", env, s, steps), (PPO, env, s, steps)]
-    for algo, env, s, steps in progress(jobs, desc="training"):
+    calls = []
+    for algo, env, s, steps in jobs:
         n_evals = cfg.n_evals if _pendulum(env) else cfg.n_evals_mujoco
         kw = dict(env_name=env, total_steps=steps, seed=s, eval_every=max(steps // n_evals, 1),
                   eval_episodes=cfg.eval_episodes if env_spec(env)["horizon"] <= 200 else cfg.eval_episodes_mujoco)
         if algo == "REPPO":
-            out.runs.append(train_reppo(hp=reppo_hp(cfg, env), keep_model=(env == cfg.env and s == seeds[0]), **kw))
+            calls.append(("REPPO", dict(hp=reppo_hp(cfg, env), keep_model=(env == cfg.env and s == seeds[0]), **kw)))
         elif algo == PPO:
-            out.runs.append(train_ppo(hp=ppo_hp(cfg, env), label=PPO, **kw))
+            calls.append(("PPO", dict(hp=ppo_hp(cfg, env), label=PPO, **kw)))
         else:
-            out.runs.append(train_ppo(hp=ppo_hp(cfg, env, matched=True), label=MATCHED, **kw))
+            calls.append(("PPO", dict(hp=ppo_hp(cfg, env, matched=True), label=MATCHED, **kw)))
+    out.runs.extend(run_parallel(_train_one, calls, cfg.workers, desc="training"))
     return out
+
+
+def _train_one(call) -> RunResult:
+    """One training run (a picklable top-level function, so that worker processes can run it)."""
+    algo, kw = call
+    with limit_threads(1):
+        return train_reppo(**kw) if algo == "REPPO" else train_ppo(**kw)
+
+
+def run_parallel(fn, items: list, workers: int, desc: str = "") -> list:
+    """``[fn(x) for x in items]``, in ``workers`` fresh processes when ``workers > 1``.
+
+    Every training run seeds its own generators from its arguments, so the results do not depend on ``workers``
+    (a unit test checks it); the processes only use the machine's cores at once. They are forked from a fresh
+    server process that imported this module once (``forkserver``: no fork of a kernel that holds threads and
+    sockets, and one import of torch, about 2-3 CPU-seconds, instead of one per worker)."""
+    if workers <= 1 or len(items) <= 1:
+        return [fn(x) for x in progress(items, desc=desc)]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if ctx.get_start_method() == "forkserver":
+        ctx.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=ctx) as pool:
+        return list(progress(pool.map(fn, items), total=len(items), desc=desc))
 
 
 # -- Figure 3: memory ----------------------------------------------------------------------------------------------
@@ -267,9 +296,10 @@ def ablation_study(cfg, curves: Optional[Curves] = None) -> pd.DataFrame:
                 rows.append(dict(variant=name, seed=s, final_return=reuse[s].final_return, wall_s=reuse[s].wall_s))
             else:
                 jobs.append((name, change, s))
-    for name, change, s in progress(jobs, desc="ablations"):
-        res = train_reppo(env_name=cfg.env, total_steps=cfg.ablation_steps, hp=reppo_hp(cfg, **change), seed=s,
-                          eval_every=cfg.ablation_steps, eval_episodes=cfg.eval_episodes, label=name)
+    calls = [("REPPO", dict(env_name=cfg.env, total_steps=cfg.ablation_steps, hp=reppo_hp(cfg, **change), seed=s,
+                            eval_every=cfg.ablation_steps, eval_episodes=cfg.eval_episodes, label=name))
+             for name, change, s in jobs]
+    for (name, _, s), res in zip(jobs, run_parallel(_train_one, calls, cfg.workers, desc="ablations")):
         rows.append(dict(variant=name, seed=s, final_return=res.final_return, wall_s=res.wall_s))
     df = pd.DataFrame(rows)
     df["variant"] = pd.Categorical(df["variant"], categories=list(ABLATIONS), ordered=True)
