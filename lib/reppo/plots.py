@@ -16,25 +16,36 @@ def _panels(n: int, width: float = 4.2, height: float = 3.4):
 
 def plot_learning_curves(curves, x: str = "steps"):
     """Deterministic-policy return against environment steps (or training seconds): mean over seeds (line) and
-    the range over seeds (band, min to max); the seed count is in the legend."""
+    the range over seeds (band, min to max); the seed counts are in the legend (one task) or in each panel's
+    title (several tasks, whose seed counts differ: one shared legend names only the methods)."""
     table = curves.table
     envs = list(dict.fromkeys(table["env"]))
     fig, axes = _panels(len(envs))
     handles = {}
+
+    def seeds(k):
+        return f"{k} seed{'s' if k > 1 else ''}"
+
     for ax, env in zip(axes, envs):
         sub = table[table["env"] == env]
+        counts = {}
         for algo, d in sub.groupby("algo", sort=False):
             c = COLORS.get(algo)
-            k = d["seed"].nunique()
+            k = counts[algo] = d["seed"].nunique()
             g = d.groupby("steps")
             m = g["return"].mean()
             xs = m.index.to_numpy() if x == "steps" else g["wall_s"].mean().to_numpy()
             (h,) = ax.plot(xs, m.values, color=c, marker="." if x != "steps" else None,
-                           label=f"{algo} ({k} seed{'s' if k > 1 else ''})")
+                           label=f"{algo} ({seeds(k)})" if len(envs) == 1 else algo)
             if k > 1:
                 ax.fill_between(xs, g["return"].min().values, g["return"].max().values, color=c, alpha=0.18, lw=0)
             handles.setdefault(algo, h)
-        ax.set_title(env)
+        if len(envs) == 1:
+            ax.set_title(env)
+        elif len(set(counts.values())) == 1:
+            ax.set_title(f"{env} ({seeds(next(iter(counts.values())))} per method)")
+        else:
+            ax.set_title(f"{env} (" + ", ".join(f"{a}: {seeds(k)}" for a, k in counts.items()) + ")", fontsize=9)
         ax.set_xlabel("environment steps" if x == "steps" else "training wall-clock (s, mean over seeds; "
                       "evaluation excluded)")
         ax.set_ylabel("return (deterministic policy)")
