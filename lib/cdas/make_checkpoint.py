@@ -1,0 +1,46 @@
+"""Train the quick-mode backbone and write ``data/cdas/tiny_gpt2.npz`` (float16 weights, tokenizer, recipe).
+
+    python -m lib.cdas.make_checkpoint        # about 9 min on one CPU core
+
+It runs exactly ``train_backbone(RECIPE["arch"], seed=RECIPE["seed"])`` (the recipe full mode re-runs with the
+run's seed) and records the recipe, the loss curve and timing in ``data/cdas/provenance.json``. ``load_checkpoint``
+refuses a checkpoint whose recipe differs from :data:`lib.cdas.model.RECIPE`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import numpy as np
+import torch
+
+from lib.common import data_dir
+
+from .model import CKPT_NAME, RECIPE, SLUG, load_checkpoint, save_checkpoint, train_backbone
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.parse_args(argv)
+    torch.set_num_threads(1)
+    t0 = time.perf_counter()
+    bb, log, recipe = train_backbone(RECIPE["arch"], seed=RECIPE["seed"], verbose=True)
+    seconds = time.perf_counter() - t0
+    file = data_dir(SLUG) / CKPT_NAME
+    entry = save_checkpoint(bb.model, bb.tok, file, recipe)
+    load_checkpoint(file)
+    prov = {CKPT_NAME: dict(entry, recipe=recipe, command="python -m lib.cdas.make_checkpoint",
+                            torch=torch.__version__, python=platform.python_version(),
+                            train_seconds=round(seconds, 1), final_loss=round(float(np.mean(log.losses[-50:])), 4),
+                            loss_every_100=[round(x, 4) for x in log.losses[::100]])}
+    pf = file.parent / "provenance.json"
+    old = json.loads(pf.read_text()) if pf.exists() else {}
+    old.update(prov)
+    pf.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {file} ({entry['bytes']} bytes, sha256 {entry['sha256']})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""The backbone: a small byte-level BPE trained on the world's transcripts and a tiny GPT-2 trained on them.
+
+The quick-mode model is shipped as ``data/cdas/tiny_gpt2.npz`` (float16 weights + the tokenizer JSON + the recipe),
+written by ``python -m lib.cdas.make_checkpoint``; full mode retrains (two sizes) with the run's seed.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+
+import numpy as np
+import torch
+
+from lib.common import data_dir
+from lib.common.bpe import EOS_TOKEN, encode_corpus, train_bpe
+from lib.common.tiny_lm import make_gpt2, train_lm
+
+from .world import MODEL, USER, World, all_words, prompt_text
+
+SLUG = "cdas"
+CKPT_NAME = "tiny_gpt2.npz"
+SPECIALS = (EOS_TOKEN, USER, MODEL)
+ARCHS = {"small": dict(n_layer=2, n_embd=64, n_head=4), "base": dict(n_layer=4, n_embd=128, n_head=4),
+         "large": dict(n_layer=6, n_embd=256, n_head=8)}
+RECIPE = {"arch": "base", "vocab_size": 1024, "n_positions": 64, "n_transcripts": 40000, "steps": 1500,
+          "batch_size": 32, "seq_len": 64, "lr": 3e-3, "warmup_steps": 50, "seed": 0}
+
+
+def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
+    """BPE (``lib.common.bpe.train_bpe``) on 4,000 world transcripts plus the word list; specials ``<|endoftext|>``
+    (id 0), ``<user>``, ``<model>``."""
+    texts = World(seed).transcripts(4000) + [" " + " ".join(all_words())] * 5
+    return train_bpe(texts, vocab_size, special_tokens=SPECIALS)
+
+
+class Backbone:
+    """A model, its tokenizer and helpers to encode chat turns (``ids`` include the leading ``<|endoftext|>``)."""
+
+    def __init__(self, model, tok, name="tiny", hub_tokenizer=False):
+        self.model, self.tok, self.name, self.hub = model, tok, name, hub_tokenizer
+        self.bos = 0 if not hub_tokenizer else (tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id)
+        self.eos = 0 if not hub_tokenizer else tok.eos_token_id
+        self.n_layer = model.config.n_layer if hasattr(model.config, "n_layer") else model.config.num_hidden_layers
+
+    def encode(self, text: str) -> list:
+        if self.hub:
+            return list(self.tok(text, add_special_tokens=False)["input_ids"])
+        return self.tok.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids) -> str:
+        ids = [int(i) for i in ids]
+        if self.eos in ids:
+            ids = ids[:ids.index(self.eos)]
+        return self.tok.decode(ids) if not self.hub else self.tok.decode(ids, skip_special_tokens=True)
+
+    def prompt_ids(self, instr: str) -> list:
+        return [self.bos] + self.encode(prompt_text(instr))
+
+    def response_ids(self, resp: str) -> list:
+        return self.encode(" " + resp) + [self.eos]
+
+
+def _state_arrays(model):
+    return {k: v.detach().cpu().to(torch.float16).numpy() for k, v in model.state_dict().items()
+            if not k.endswith(".attn.bias") and not k.endswith("masked_bias") and k != "lm_head.weight"}
+
+
+def save_checkpoint(model, tok, path, recipe, extra=None) -> dict:
+    arrays = _state_arrays(model)
+    arrays["__tokenizer__"] = np.frombuffer(tok.to_str().encode("utf-8"), dtype=np.uint8)
+    arrays["__recipe__"] = np.frombuffer(json.dumps(recipe, sort_keys=True).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    data = buf.getvalue()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return dict(file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), **(extra or {}))
+
+
+def load_checkpoint(path=None, device="cpu") -> Backbone:
+    from tokenizers import Tokenizer
+
+    path = path or (data_dir(SLUG) / CKPT_NAME)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; regenerate it with `python -m lib.cdas.make_checkpoint`")
+    z = np.load(path)
+    recipe = json.loads(bytes(z["__recipe__"]).decode())
+    if recipe != RECIPE:
+        raise RuntimeError(f"{path} was made with recipe {recipe}, not lib.cdas.model.RECIPE {RECIPE}; regenerate "
+                           f"it with `python -m lib.cdas.make_checkpoint`")
+    tok = Tokenizer.from_str(bytes(z["__tokenizer__"]).decode("utf-8"))
+    model = make_gpt2(recipe["vocab_size"], n_positions=recipe["n_positions"], seed=recipe["seed"],
+                      **ARCHS[recipe["arch"]])
+    state = {k: torch.from_numpy(z[k].astype(np.float32)) for k in z.files if not k.startswith("__")}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    bad = [k for k in missing if not (k.endswith("attn.bias") or k.endswith("masked_bias") or k == "lm_head.weight")]
+    if bad or unexpected:
+        raise RuntimeError(f"{path}: checkpoint does not match the model (missing {bad}, unexpected {unexpected})")
+    model.tie_weights()
+    return Backbone(model.to(device).eval(), tok, name=f"tiny GPT-2 {recipe['arch']} (shipped)")
+
+
+def train_backbone(arch="base", seed=0, steps=None, n_transcripts=None, device="cpu", verbose=False):
+    """Train a tiny GPT-2 on the world's transcripts (the recipe of :data:`RECIPE`, with ``arch``/``seed``)."""
+    r = dict(RECIPE, arch=arch, seed=seed)
+    if steps is not None:
+        r["steps"] = int(steps)
+    if n_transcripts is not None:
+        r["n_transcripts"] = int(n_transcripts)
+    tok = build_tokenizer(0, r["vocab_size"])
+    stream = encode_corpus(tok, World(seed).transcripts(r["n_transcripts"]), separator=0)
+    model = make_gpt2(r["vocab_size"], n_positions=r["n_positions"], seed=seed, device=device, **ARCHS[arch])
+    t0 = time.perf_counter()
+    log = train_lm(model, stream, steps=r["steps"], lr=r["lr"], batch_size=r["batch_size"], seq_len=r["seq_len"],
+                   warmup_steps=r["warmup_steps"], seed=seed)
+    if verbose:
+        print(f"trained {arch} for {r['steps']} steps in {time.perf_counter() - t0:.1f} s; loss "
+              f"{log.losses[0]:.2f} -> {np.mean(log.losses[-50:]):.3f}")
+    return Backbone(model, tok, name=f"tiny GPT-2 {arch} (trained here, seed {seed})"), log, r
+
+
+def load_hub_backbone(model_name, device="cpu") -> Backbone:
+    """A hub chat model (only when a user asks; offline it must be in the local cache)."""
+    from lib.common.tiny_lm import load_hub_lm
+
+    model, tok = load_hub_lm(model_name, device=device)
+    return Backbone(model, tok, name=model_name, hub_tokenizer=True)
