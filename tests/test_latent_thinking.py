@@ -228,3 +228,39 @@ def test_accept_reject_m_greater_than_one():
     r = np.array([[0.9, 0.1, 0.8], [0.2, 0.3, 0.25]])
     idx, n_prop = lto.accept_reject(r, 0.1, rng, M=3)
     assert idx.shape == (2, 3) and (idx >= 0).all() and (n_prop >= 3).all()
+
+
+def test_answer_loss_is_the_cross_entropy_of_the_answer_tokens():
+    m = RecurrentDepthLM(vocab_size=64, n_embd=16, n_head=2, n_positions=16, seed=2).train()
+    ids = torch.tensor([[7, 5, 6, 3, 0, 8, 9, 4, 0, 5]])  # answers 3 and 4 (each right before an EOS)
+    out = m(ids, labels=ids, num_steps=2)
+    lp = torch.log_softmax(out.logits[0], -1)
+    want = -(lp[2, 3] + lp[6, 4]) / 2  # the logits at the token before each answer predict it
+    assert torch.allclose(out.loss, want, atol=1e-5)
+
+
+def test_answer_position_sees_the_whole_question(tok):
+    m = RecurrentDepthLM(vocab_size=tok.vocab_size, n_embd=16, n_head=2, n_positions=16, seed=2)
+    a = sample(m, tok, ["1+2=", "9+2="], n_samples=1, steps=3, seed=0)
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        lg = [m.decode(m.core_step(m.initial_state((1, 4, 16), generator=g), m.embed(torch.tensor([tok.encode(p)]))))
+              [0, -1] for p in ("1+2=", "9+2=")]
+    assert not torch.allclose(lg[0], lg[1])  # the first digit reaches the answer position
+    assert a["thoughts"].shape == (2, 1, 3, 16)
+
+
+def test_pipeline_learns_a_trivial_task(tok):
+    """Sanity check of the training path (masking, positions, loss targets, truncated BPTT): answer = first digit."""
+    from lib.latent_thinking.model import train
+
+    rng = np.random.default_rng(0)
+    texts = [f"{a}+{b}={a}" for a, b in rng.integers(0, 10, size=(3000, 2))]
+    m = RecurrentDepthLM(vocab_size=tok.vocab_size, n_embd=32, n_head=2, n_positions=32, max_rec=3, bptt=2, seed=0)
+    from lib.common import limit_threads
+
+    with limit_threads(1):
+        train(m, texts, tok, steps=150, lr=3e-3, batch_size=16, seq_len=30, warmup_steps=10)
+    prompts = [f"{a}+{b}=" for a, b in rng.integers(0, 10, size=(50, 2))]
+    out = sample(m, tok, prompts, n_samples=2, steps=3, seed=0)
+    assert (out["answers"] == np.array([int(p[0]) for p in prompts])[:, None]).mean() > 0.9

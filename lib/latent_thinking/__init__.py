@@ -51,7 +51,8 @@ SIZES = {
         "depths": (4, 6, 8, 16, 32),
         "depth_n": 500,
         "betas": (1e-3, 3e-3, 1e-2, 3e-2, 0.05, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0),
-        "full_recipe": {"steps": 8000, "max_rec": 32},  # retrain longer, with depths up to 32
+        # retrain: longer, deeper, and on all three tasks (the shipped quick checkpoint saw arith and pointer only)
+        "full_recipe": {"steps": 8000, "max_rec": 32, "tasks": ["arith", "pointer", "count"]},
     },
 }
 

@@ -9,7 +9,7 @@ from lib.common import limit_threads
 from . import lrm as L
 from . import lto
 from .model import sample
-from .tasks import CharTokenizer, make_task
+from .tasks import LENGTHS, CharTokenizer, make_task
 
 METHODS = ("base", "majority", "coe", "weighted_mv", "best_of_n", "lto")
 LABELS = {"base": "Base", "majority": "Majority voting", "coe": "CoE-style heuristic",
@@ -95,7 +95,7 @@ def rep_metrics(cfg, task="arith", n_questions=None):
     cloud of per-step thoughts), averaged separately over correct and incorrect trajectories."""
     model, tok = cfg._model
     n_questions = n_questions or cfg.f2_questions
-    ts = make_task(task, n_questions, cfg.rng(f"f2-{task}"), lengths=(4,))  # one prompt length: token matrices stack
+    ts = make_task(task, n_questions, cfg.rng(f"f2-{task}"), lengths=(max(LENGTHS[task]),))  # one prompt length
     s = sample(model, tok, ts.prompts, n_samples=cfg.n_samples, steps=cfg.steps, sigma=cfg.sigma,
                step_noise=cfg.step_noise, seed=int(cfg.rng("f2-noise").integers(2**31)), keep_tokens=n_questions)
     correct = s["answers"] == ts.answers[:, None]

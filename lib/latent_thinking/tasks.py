@@ -68,7 +68,7 @@ def _count(rng, lengths):
 
 
 _GEN = {"arith": _arith, "pointer": _pointer, "count": _count}
-LENGTHS = {"arith": (3, 4), "pointer": (2, 3), "count": (5, 6, 7, 8)}
+LENGTHS = {"arith": (2, 3), "pointer": (1, 2, 3), "count": (3, 4, 5)}
 
 
 def make_task(task: str, n: int, rng: np.random.Generator, lengths=None) -> TaskSet:
