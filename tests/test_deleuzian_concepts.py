@@ -198,3 +198,75 @@ def test_checkpoint_script_is_deterministic_and_shipped_checkpoint_matches_its_r
     assert meta["arch"] == CKPT_ARCH and meta["train"] == CKPT_TRAIN
     assert meta["final_loss"] < 2.0 and tok.get_vocab_size() == CKPT_ARCH["vocab_size"]
     assert model.transformer.wte.weight.data_ptr() == model.lm_head.weight.data_ptr()  # tied head restored
+
+
+def test_checkpoint_forward_matches_transformers_hidden_states():
+    """The torch-only forward of the shipped checkpoint gives transformers' hidden_states at every layer."""
+    import torch
+
+    from lib.common.lm_hooks import read_states
+    from lib.deleuzian_concepts.encoders import load_checkpoint, load_checkpoint_states
+
+    hf, _, meta = load_checkpoint()
+    fast, _, _ = load_checkpoint_states()
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, meta["arch"]["vocab_size"], (3, 11), generator=g)
+    mask = torch.ones_like(ids)
+    mask[1, 7:] = 0  # right padding, as TextEncoder.states builds its batches
+    L = meta["arch"]["n_layer"]
+    ref = read_states(hf, ids, list(range(L + 1)), attention_mask=mask)
+    with torch.no_grad():
+        for layer in range(L + 1):
+            got = fast.states(ids, layer)
+            np.testing.assert_allclose(got[0].numpy(), ref[layer][0].numpy(), atol=1e-4, rtol=1e-4)
+            np.testing.assert_allclose(got[1, :7].numpy(), ref[layer][1, :7].numpy(), atol=1e-4, rtol=1e-4)
+
+
+def test_batched_saes_equal_saes_trained_alone_and_hand_gradients_equal_autograd():
+    import torch
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((300, 10)) @ rng.standard_normal((10, 10))
+    A[:, :2] *= 15  # a few dominant directions: latents die and the AuxK term is exercised
+    B2 = rng.standard_normal((250, 10))
+    specs = [dict(kind="topk", topk=3, seed=1, data=0), dict(kind="vanilla", l1=1e-2, seed=2, data=1),
+             dict(kind="topk", topk=2, seed=3, on_diffs=True, data=0)]
+    batch = cc.train_saes([A, B2], 12, specs, steps=40, dead_after=3)
+    for sp, got in zip(specs, batch):
+        alone = cc.train_sae([A, B2][sp["data"]], 12, kind=sp["kind"], topk=sp.get("topk", 8), l1=sp.get("l1", 1e-3),
+                             seed=sp["seed"], on_diffs=sp.get("on_diffs", False), steps=40, dead_after=3)
+        np.testing.assert_allclose(got.C, alone.C, atol=1e-5)
+        np.testing.assert_allclose(got.encode(A[:20]), alone.encode(A[:20]), atol=1e-4)
+    # the hand-written gradients against autograd on the same loss
+    g = torch.Generator().manual_seed(0)
+    Bn, n, D, k = 2, 32, 6, 8
+    x = torch.randn(Bn, n, D, generator=g, dtype=torch.float64)
+    params = [s * torch.randn(*shape, generator=g, dtype=torch.float64)
+              for s, shape in ((1.0, (Bn, D, k)), (1.0, (Bn, k, D)), (0.1, (Bn, 1, k)), (0.1, (Bn, 1, D)))]
+    params[0][:, :, :3] *= 0.01  # latents 0-2: small positive pre-activations, never in the top 3 -> dead
+    params[2][:, :, :3] = 0.05
+    params[2][:, :, 3:] = 10.0
+    tk = torch.tensor([True, False])[:, None, None]
+    dead_mask = torch.zeros(Bn, k, dtype=torch.bool)
+    dead_mask[:, :3] = True
+    coef = dict(aux=0.5, l1=torch.tensor([0.0, 0.3], dtype=torch.float64)[:, None, None], k_aux=torch.tensor([4, 4]))
+    kth_idx = torch.tensor([2, 0])[:, None, None]
+    grads, fired = cc._sae_grads(x, params, kth_idx, 3, tk, dead_mask, coef)
+    P = [p.clone().requires_grad_(True) for p in params]
+    W_e, W_d, b_e, b_d = P
+    pre = torch.relu(torch.bmm(x - b_d, W_e) + b_e)
+    kth = pre.detach().topk(3, dim=2).values.gather(2, kth_idx.expand(Bn, n, 1))
+    z = torch.where(tk, pre * (pre >= kth).to(pre.dtype), pre)
+    xh = torch.bmm(z, W_d) + b_d
+    loss = ((xh - x) ** 2).sum(2).mean(1) + coef["l1"][:, 0, 0] * z.abs().sum(2).mean(1)
+    dead = dead_mask & ~(z > 0).any(1) & tk[:, :, 0]
+    pd_ = pre * dead[:, None, :].to(pre.dtype)
+    nd = dead.sum(1)
+    ka = torch.minimum(coef["k_aux"], nd).clamp(min=1)
+    kth_a = pd_.detach().topk(int(ka.max()), dim=2).values.gather(2, (ka - 1)[:, None, None].expand(Bn, n, 1))
+    za = pd_ * ((pd_ >= kth_a) & (pd_ > 0)).to(pre.dtype)
+    aux = ((torch.bmm(za, W_d) - (x - xh).detach()) ** 2).sum(2).mean(1) * (nd > 0).to(x.dtype)
+    (loss + coef["aux"] * aux).sum().backward()
+    assert bool(nd[0] > 0)  # the AuxK branch is really exercised
+    for got, p in zip(grads, P):
+        np.testing.assert_allclose(got.numpy(), p.grad.numpy(), rtol=1e-9, atol=1e-10)

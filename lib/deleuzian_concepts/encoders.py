@@ -85,14 +85,74 @@ def load_checkpoint(path=None):
     return model.eval(), load_bpe(arch["vocab_size"]), blob["meta"]
 
 
+class CheckpointGPT2:
+    """The shipped GPT-2 checkpoint's forward pass written with torch only (no transformers import: it costs several
+    CPU-seconds in quick mode). ``states(ids, layer)`` equals ``output_hidden_states[layer]`` of the same weights in
+    :func:`lib.common.tiny_lm.make_gpt2` (a unit test checks it) for right-padded batches: layer ``l < L`` is the
+    input of block ``l``, layer ``L`` the final LayerNorm's output. Causal attention, learned positions
+    ``0..T-1``, GELU (tanh), LayerNorm eps 1e-5, as in GPT-2."""
+
+    def __init__(self, state: dict, arch: dict):
+        self.w = state
+        self.n_layer, self.n_head, self.d = int(arch["n_layer"]), int(arch["n_head"]), int(arch["n_embd"])
+
+    def _ln(self, x, name):
+        import torch
+
+        return torch.nn.functional.layer_norm(x, (self.d,), self.w[name + ".weight"], self.w[name + ".bias"], 1e-5)
+
+    def states(self, ids, layer: int):
+        import torch
+        from torch.nn import functional as F
+
+        w, H = self.w, self.n_head
+        B, T = ids.shape
+        x = w["transformer.wte.weight"][ids] + w["transformer.wpe.weight"][:T][None]
+        for i in range(self.n_layer):
+            if i == layer:
+                return x
+            p = f"transformer.h.{i}."
+            qkv = self._ln(x, p + "ln_1") @ w[p + "attn.c_attn.weight"] + w[p + "attn.c_attn.bias"]
+            q, k, v = (t.reshape(B, T, H, -1).transpose(1, 2) for t in qkv.split(self.d, dim=2))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, self.d)
+            x = x + a @ w[p + "attn.c_proj.weight"] + w[p + "attn.c_proj.bias"]
+            m = F.gelu(self._ln(x, p + "ln_2") @ w[p + "mlp.c_fc.weight"] + w[p + "mlp.c_fc.bias"], approximate="tanh")
+            x = x + m @ w[p + "mlp.c_proj.weight"] + w[p + "mlp.c_proj.bias"]
+        return self._ln(x, "transformer.ln_f")
+
+
+def load_checkpoint_states(path=None):
+    """The shipped checkpoint as a :class:`CheckpointGPT2` (float32, torch only), its tokenizer and metadata."""
+    import torch
+
+    from lib.common.bpe import load_bpe
+
+    path = Path(path) if path is not None else data_dir("deleuzian_concepts") / CHECKPOINT
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; make it with `python -m lib.deleuzian_concepts.make_checkpoint`")
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    arch = blob["meta"]["arch"]
+    state = {k: v.float() for k, v in blob["state"].items()}
+    need = ["transformer.wte.weight", "transformer.wpe.weight", "transformer.ln_f.weight"] + [
+        f"transformer.h.{i}.{n}.weight" for i in range(arch["n_layer"])
+        for n in ("ln_1", "attn.c_attn", "attn.c_proj", "ln_2", "mlp.c_fc", "mlp.c_proj")]
+    missing = [k for k in need if k not in state]
+    if missing:
+        raise RuntimeError(f"{path}: checkpoint does not match the architecture (missing {missing})")
+    return CheckpointGPT2(state, arch), load_bpe(arch["vocab_size"]), blob["meta"]
+
+
 class TextEncoder:
     """A causal LM with its tokenizer; reads pooled or per-token states at one layer."""
 
     def __init__(self, model, tokenizer, name: str, layer: int, max_len: int = 64):
-        from lib.common.lm_hooks import n_layers
-
         self.model, self.tok, self.name = model, tokenizer, name
-        L = n_layers(model)
+        if isinstance(model, CheckpointGPT2):
+            L = model.n_layer
+        else:
+            from lib.common.lm_hooks import n_layers
+
+            L = n_layers(model)
         self.layer = L if layer is None else int(layer)
         if not 0 <= self.layer <= L:
             raise ValueError(f"parameter 'layer' got {layer!r}; allowed: an integer in [0, {L}] or None (the last)")
@@ -107,8 +167,9 @@ class TextEncoder:
         """Per text: its ``[T, D]`` state matrix at ``self.layer`` (numpy float64)."""
         import torch
 
-        from lib.common.lm_hooks import read_states
-
+        fast = isinstance(self.model, CheckpointGPT2)
+        if not fast:
+            from lib.common.lm_hooks import read_states
         order = np.argsort([len(x) for x in id_lists])  # similar lengths together: little padding
         res = [None] * len(id_lists)
         with limit_threads(1), torch.no_grad():
@@ -121,7 +182,10 @@ class TextEncoder:
                     x = id_lists[i]
                     ids[r, :len(x)] = torch.as_tensor(x)
                     mask[r, :len(x)] = 1
-                h = read_states(self.model, ids, [self.layer], attention_mask=mask)[self.layer].double().numpy()
+                if fast:  # right padding: causal attention never looks at the pad positions of a real token
+                    h = self.model.states(ids, self.layer).double().numpy()
+                else:
+                    h = read_states(self.model, ids, [self.layer], attention_mask=mask)[self.layer].double().numpy()
                 for r, i in enumerate(chunk):
                     res[i] = h[r, :len(id_lists[i])]
         return res

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from lib.common import limit_threads
+
 from . import concepts as cc
 from . import metrics as mt
 from .data import (CONLL_TASKS, DIGIT_TASKS, SENTENCE_TASKS, make_digits, make_sentences, read_conll,
@@ -35,7 +37,7 @@ class ActSet:
 
 # ---------------------------------------------------------------- models and activation sets
 def load_text_encoder(cfg):
-    from .encoders import CKPT_ARCH, TextEncoder, load_checkpoint, train_gpt2
+    from .encoders import CKPT_ARCH, TextEncoder, load_checkpoint_states, train_gpt2
 
     if cfg.model_name:
         from lib.common.tiny_lm import load_hub_lm
@@ -43,7 +45,7 @@ def load_text_encoder(cfg):
         model, tok = load_hub_lm(cfg.model_name)
         return TextEncoder(model, tok, cfg.model_name, cfg.layer, max_len=cfg.max_len), {"source": "hub"}
     if cfg.pretrained:
-        model, tok, meta = load_checkpoint()
+        model, tok, meta = load_checkpoint_states()  # torch-only forward of the same weights (see CheckpointGPT2)
         info = {"source": "data/deleuzian_concepts/tiny_gpt2.pt", **meta["arch"], "train_steps": meta["train"]["steps"],
                 "final_loss": meta["final_loss"]}
     else:
@@ -68,6 +70,7 @@ def _split(n, frac, rng, groups=None):
     return np.flatnonzero(mask), np.flatnonzero(~mask)
 
 
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def sentence_set(cfg, enc) -> ActSet:
     data = make_sentences(cfg.n_sentences, cfg.rng("sentences"))
     A = enc.pooled(data.texts)
@@ -75,6 +78,7 @@ def sentence_set(cfg, enc) -> ActSet:
     return ActSet("text: sentences", A, data.labels, list(SENTENCE_TASKS), tr, te, items=data.texts)
 
 
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def token_set(cfg, enc) -> ActSet:
     """Per-token states with word-class labels (templated), or CoNLL-2003 POS / chunk / NER when data_path is set."""
     if cfg.data_path is not None:
@@ -97,6 +101,7 @@ def token_set(cfg, enc) -> ActSet:
     return ActSet("text: tokens", np.array(A), labels, ["word class"], tr, te, items=items)
 
 
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def conll_set(cfg, enc) -> ActSet:
     data = read_conll(cfg.data_path, max_sentences=cfg.conll_sentences)
     A, rows, grp, items = [], [], [], []
@@ -136,6 +141,7 @@ def _ids_words(tok, words):
     return ids, which
 
 
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def digit_set(cfg) -> ActSet:
     from .encoders import digit_activations, train_digit_cnn
 
@@ -149,23 +155,41 @@ def digit_set(cfg) -> ActSet:
 
 
 # ---------------------------------------------------------------- methods
+SAE_METHODS = ("TopK-SAE", "acts+TopK-SAE", "diffs+TopK-SAE", "Vanilla SAE")
+
+
+def _sae_spec(name, seed, sae):
+    if name in ("TopK-SAE", "acts+TopK-SAE", "diffs+TopK-SAE"):
+        return dict(kind="topk", topk=sae.get("topk", 8), seed=seed, on_diffs=name == "diffs+TopK-SAE")
+    return dict(kind="vanilla", l1=sae.get("l1", 1e-3), seed=seed)
+
+
+def _wrap_sae(name, c):
+    if name == "diffs+TopK-SAE":  # directions of differences: A C^T
+        return cc.Concepts("diffs+TopK-SAE", c.C, cc._linear(c.C), c.info)
+    return c
+
+
+def fit_saes(jobs, k, cfg):
+    """Several SAE fits at the same k as one batched program: ``jobs`` = [(method, A, seed, sae choice)]; returns
+    the same Concepts that :func:`fit_method` gives for each job."""
+    if not jobs:
+        return []
+    specs = [dict(_sae_spec(m, seed, sae or {}), data=b) for b, (m, _, seed, sae) in enumerate(jobs)]
+    out = cc.train_saes([A for _, A, _, _ in jobs], k, specs, steps=cfg.sae_steps, lr=cfg.sae_lr)
+    return [_wrap_sae(m, c) for (m, _, _, _), c in zip(jobs, out)]
+
+
 def fit_method(name, A, k, cfg, seed, Y=None, sae=None):
     sae = sae or {}
+    if name in SAE_METHODS:
+        return fit_saes([(name, A, seed, sae)], k, cfg)[0]
     if name == "ours (diffs+skew)":
         return cc.diff_concepts(A, k, seed=seed, weighted=True)
     if name == "diffs+KMeans":
         return cc.diff_concepts(A, k, seed=seed, weighted=False)
     if name == "acts+KMeans":
         return cc.kmeans_concepts(A, k, seed=seed)
-    if name in ("TopK-SAE", "acts+TopK-SAE"):
-        return cc.train_sae(A, k, kind="topk", topk=sae.get("topk", 8), steps=cfg.sae_steps, lr=cfg.sae_lr, seed=seed)
-    if name == "diffs+TopK-SAE":
-        c = cc.train_sae(A, k, kind="topk", topk=sae.get("topk", 8), steps=cfg.sae_steps, lr=cfg.sae_lr, seed=seed,
-                         on_diffs=True)
-        return cc.Concepts("diffs+TopK-SAE", c.C, cc._linear(c.C), c.info)  # directions of differences: A C^T
-    if name == "Vanilla SAE":
-        return cc.train_sae(A, k, kind="vanilla", l1=sae.get("l1", 1e-3), steps=cfg.sae_steps, lr=cfg.sae_lr,
-                            seed=seed)
     if name == "FastICA":
         return cc.ica_concepts(A, k, seed=seed)
     if name == "PCA":
@@ -187,34 +211,60 @@ def evaluate(concepts, S: ActSet):
             "max_cos": mt.mean_max_abs_cos(concepts.C)}
 
 
-def tune_saes(S: ActSet, cfg):
-    """SAE sparsity picked on a validation split of the *training* part (SAE fitted on one half, probes selected on
-    it and scored on the other half); the test part is never seen. Same k and step budget as in the comparison."""
+def _tune_split(S: ActSet, cfg):
     rng = cfg.rng(f"tune-{S.name}")
     a, b = _split(len(S.train), 0.5, rng)
     sub = ActSet(S.name, S.A[S.train], S.labels.iloc[S.train].reset_index(drop=True), S.tasks, a, b)
-    out, scores = {}, {}
-    for key, grid, kind in (("topk", cfg.topk_grid, "TopK-SAE"), ("l1", cfg.l1_grid, "Vanilla SAE")):
-        res = {}
-        for v in grid:
-            c = fit_method(kind, sub.A[a], cfg.k, cfg, seed=cfg.seed + 1000, sae={key: v})
-            res[v] = float(np.mean(list(evaluate(c, sub)["tasks"].values())))
-        out[key] = min(res, key=res.get)
-        scores[key] = res
-    return out, scores
+    return sub, a
 
 
+def tune_saes_many(sets, cfg):
+    """SAE sparsity picked on a validation split of the *training* part (SAE fitted on one half, probes selected on
+    it and scored on the other half); the test part is never seen. Same k and step budget as in the comparison.
+    All candidate SAEs of all the given sets are trained as one batch; returns [(choice, validation scores)]."""
+    subs = [_tune_split(S, cfg) for S in sets]
+    grids = (("topk", cfg.topk_grid, "TopK-SAE"), ("l1", cfg.l1_grid, "Vanilla SAE"))
+    jobs = [(kind, sub.A[a], cfg.seed + 1000, {key: v}) for sub, a in subs for key, grid, kind in grids for v in grid]
+    fits = iter(fit_saes(jobs, cfg.k, cfg))
+    results = []
+    for sub, _ in subs:
+        out, scores = {}, {}
+        for key, grid, kind in grids:
+            res = {v: float(np.mean(list(evaluate(next(fits), sub)["tasks"].values()))) for v in grid}
+            out[key] = min(res, key=res.get)
+            scores[key] = res
+        results.append((out, scores))
+    return results
+
+
+def tune_saes(S: ActSet, cfg):
+    """:func:`tune_saes_many` for one set: (choice, validation scores)."""
+    return tune_saes_many([S], cfg)[0]
+
+
+MAIN_METHODS = UNSUPERVISED + ["acts+KMeans", "diffs+KMeans", "diffs+TopK-SAE", "LDA (supervised)"]
+
+
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def main_table(sets, cfg):
-    """Figure 1: probe loss per task for every method at the same k (plus supervised LDA), ranks, eff. ranks."""
+    """Figure 1: probe loss per task for every method at the same k (plus supervised LDA), ranks, eff. ranks.
+    The SAEs of every set are trained as one batch (after the tuning, which is batched too)."""
     rows, fitted, tuned = [], {}, {}
+    tune_on = list(range(len(sets))) if cfg.tune_all_sets else [0]
+    tuned_res = dict(zip(tune_on, tune_saes_many([sets[i] for i in tune_on], cfg)))
+    choice = {}
     for i, S in enumerate(sets):
-        if i == 0 or cfg.tune_all_sets:
-            sae, scores = tune_saes(S, cfg)
-        tuned[S.name] = {"choice": sae, "validation": scores, "tuned_on": S.name if (i == 0 or cfg.tune_all_sets)
-                         else sets[0].name}
+        src = i if i in tuned_res else 0
+        choice[i] = tuned_res[src][0]
+        tuned[S.name] = {"choice": tuned_res[src][0], "validation": tuned_res[src][1], "tuned_on": sets[src].name}
+    jobs = [(m, S.A[S.train], cfg.seed, choice[i]) for i, S in enumerate(sets) for m in MAIN_METHODS
+            if m in SAE_METHODS]
+    saes = iter(fit_saes(jobs, cfg.k, cfg))
+    for i, S in enumerate(sets):
         Y, _, _ = S.Y()
-        for m in UNSUPERVISED + ["acts+KMeans", "diffs+KMeans", "diffs+TopK-SAE", "LDA (supervised)"]:
-            c = fit_method(m, S.A[S.train], cfg.k, cfg, seed=cfg.seed, Y=Y[S.train], sae=sae)
+        for m in MAIN_METHODS:
+            c = next(saes) if m in SAE_METHODS else fit_method(m, S.A[S.train], cfg.k, cfg, seed=cfg.seed,
+                                                                 Y=Y[S.train], sae=choice[i])
             ev = evaluate(c, S)
             fitted[(S.name, m)] = (c, ev)
             for t, v in ev["tasks"].items():
@@ -232,6 +282,7 @@ def ranks(df, methods=UNSUPERVISED):
     return wide, r, r.mean().rename("average rank")
 
 
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def k_curve(S: ActSet, cfg, sae, fitted=None):
     """Figure 3: mean probe loss over the set's tasks vs the number of concepts k (fits at k = cfg.k are reused
     from the main table)."""
@@ -252,14 +303,21 @@ def k_curve(S: ActSet, cfg, sae, fitted=None):
     return pd.DataFrame(rows)
 
 
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def consistency(S: ActSet, cfg, sae, fitted=None):
     """Figure 4: MPPC between concept sets fitted with different seeds (all pairs of cfg.mppc_seeds runs: the
     main table's run and runs seeded seed + 17 r), correlations of their activations on the test part."""
     fitted = fitted or {}
-    rows = []
+    rows, todo = [], []
     for m in cfg.mppc_methods:
         runs = [fitted[(S.name, m)][0] if r == 0 and (S.name, m) in fitted else
-                fit_method(m, S.A[S.train], cfg.k, cfg, seed=cfg.seed + 17 * r, sae=sae) for r in range(cfg.mppc_seeds)]
+                (m, cfg.seed + 17 * r) for r in range(cfg.mppc_seeds)]
+        todo.append((m, runs))
+    jobs = [(m, S.A[S.train], r[1], sae) for m, runs in todo for r in runs if isinstance(r, tuple) and m in SAE_METHODS]
+    saes = iter(fit_saes(jobs, cfg.k, cfg))  # the SAE reruns of all methods as one batch
+    for m, runs in todo:
+        runs = [(next(saes) if m in SAE_METHODS else fit_method(m, S.A[S.train], cfg.k, cfg, seed=r[1], sae=sae))
+                if isinstance(r, tuple) else r for r in runs]
         Zs = [c.encode(S.A[S.test]) for c in runs]
         for i in range(len(Zs)):
             for j in range(i + 1, len(Zs)):
@@ -267,6 +325,7 @@ def consistency(S: ActSet, cfg, sae, fitted=None):
     return pd.DataFrame(rows)
 
 
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def steering(S: ActSet, concepts, ev, cfg):
     """Figure 5: steer test sentences with the concept the probe picked for each topic, x + alpha c, and measure the
     share of their 10 nearest training sentences that have the topic. alpha > 0 on sentences of other topics,
@@ -290,6 +349,7 @@ def steering(S: ActSet, concepts, ev, cfg):
     return pd.DataFrame(rows), roundtrip
 
 
+@limit_threads(1)  # small matrices: one BLAS / torch thread is faster and spins no idle core
 def top_examples(S: ActSet, concepts, ev, labels_to_show, n_top: int):
     """Figure 6: for the concept the probe picked for each label, its top-activating test items."""
     Z = concepts.encode(S.A[S.test])

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 
 METHODS = ["ours (diffs+skew)", "TopK-SAE", "Vanilla SAE", "FastICA", "PCA", "random", "LDA (supervised)"]
-_PAL = sns.color_palette("colorblind", 10)
+# seaborn's "colorblind" palette, its 10 colours written out (no seaborn import needed here)
+_PAL = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#fbafe4", "#949494", "#ece133", "#56b4e9"]
 COLORS = {"ours (diffs+skew)": _PAL[3], "TopK-SAE": _PAL[0], "Vanilla SAE": _PAL[9], "FastICA": _PAL[2],
           "PCA": _PAL[4], "random": "0.6", "LDA (supervised)": "0.2", "acts+KMeans": _PAL[1],
           "acts+TopK-SAE": _PAL[0], "diffs+KMeans": _PAL[8], "diffs+TopK-SAE": _PAL[5]}
@@ -116,14 +116,18 @@ def fig6_examples(text_ex, digit_ex, max_chars: int = 60):
                 [f"  {i + 1}. {t[:max_chars]}" for i, t in enumerate(ex["items"])]
         ax.text(0, 1, "\n".join(lines), va="top", ha="left", fontsize=7.5, family="monospace",
                 transform=ax.transAxes)
-    for r, ex in enumerate(digit_ex):
-        for c, img in enumerate(ex["items"]):
-            ax = fig.add_subplot(gs[r, 2 + c])
-            ax.imshow(img, cmap="gray_r", vmin=0, vmax=1)
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if c == 0:
-                ax.set_ylabel(f"c{ex['concept']}\n{ex['label']}", fontsize=7)
+    for r, ex in enumerate(digit_ex):  # one axes per row: the images side by side, one pixel column apart
+        imgs = [np.asarray(img, float) for img in ex["items"]]
+        h = imgs[0].shape[0]
+        gap = np.full((h, 1), np.nan)
+        row = np.concatenate([x for img in imgs for x in (img, gap)][:-1], axis=1)
+        ax = fig.add_subplot(gs[r, 2:])
+        ax.imshow(np.ma.masked_invalid(row), cmap="gray_r", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_ylabel(f"c{ex['concept']}\n{ex['label']}", fontsize=7)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
     fig.suptitle("Top-activating test examples of concepts found by the method (text: tiny GPT-2; images: digit CNN)",
                  fontsize=10)
     return fig
