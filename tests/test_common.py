@@ -371,3 +371,16 @@ def test_ppo_clip_loss_is_the_clipped_surrogate():
     loss = ppo_clip_loss(torch.log(ratio), logp_old, adv, clip=0.2)
     # per sample max(-A r, -A clip(r, 0.8, 1.2)): -1.2, 0.8, -2.0
     assert abs(float(loss) - (-1.2 + 0.8 - 2.0) / 3) < 1e-6
+
+
+def test_update_provenance_merges_and_keeps_other_records(tmp_path):
+    import json
+
+    from lib.common import update_provenance
+
+    p = update_provenance(tmp_path, {"b.npz": {"sha256": "1", "recipe": {"z": 1, "a": 2}}})
+    update_provenance(tmp_path, {"a.npz": {"sha256": "2"}})
+    update_provenance(tmp_path, {"b.npz": {"sha256": "3"}})
+    text = p.read_text()
+    assert json.loads(text) == {"a.npz": {"sha256": "2"}, "b.npz": {"sha256": "3"}}
+    assert text.endswith("}\n") and text.index('"a.npz"') < text.index('"b.npz"')

@@ -9,14 +9,13 @@ refuses a checkpoint whose recipe differs from :data:`lib.cdas.model.RECIPE`.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 
 import numpy as np
 import torch
 
-from lib.common import data_dir
+from lib.common import data_dir, update_provenance
 
 from .model import CKPT_NAME, RECIPE, SLUG, load_checkpoint, save_checkpoint, train_backbone
 
@@ -35,10 +34,7 @@ def main(argv=None) -> None:
                             torch=torch.__version__, python=platform.python_version(),
                             train_seconds=round(seconds, 1), final_loss=round(float(np.mean(log.losses[-50:])), 4),
                             loss_every_100=[round(x, 4) for x in log.losses[::100]])}
-    pf = file.parent / "provenance.json"
-    old = json.loads(pf.read_text()) if pf.exists() else {}
-    old.update(prov)
-    pf.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+    update_provenance(file.parent, prov)
     print(f"wrote {file} ({entry['bytes']} bytes, sha256 {entry['sha256']})")
 
 

@@ -67,7 +67,7 @@ from .params import (  # noqa: E402
     check_path,
     check_seed,
 )
-from .paths import data_dir, project_root, reports_dir, resolve_out_dir  # noqa: E402
+from .paths import data_dir, project_root, reports_dir, resolve_out_dir, update_provenance  # noqa: E402
 from .progress import progress  # noqa: E402
 from .seeding import rng_for, seed_everything, torch_generator  # noqa: E402
 from .threads import limit_threads  # noqa: E402
@@ -103,6 +103,7 @@ __all__ = [
     "reports_dir",
     "resolve_device",
     "resolve_out_dir",
+    "update_provenance",
     "rng_for",
     "save_figure",
     "plain_log_labels",

@@ -31,3 +31,16 @@ def resolve_out_dir(slug: str, out_dir=None) -> Path:
     path = Path(out_dir).expanduser().resolve() if out_dir is not None else reports_dir() / slug
     (path / "figures").mkdir(parents=True, exist_ok=True)
     return path
+
+
+def update_provenance(folder, entries: dict) -> Path:
+    """Merge ``entries`` (file name -> its provenance record) into ``<folder>/provenance.json``, keeping the other
+    files' records; written with sorted keys and one-space indents, so that re-running a data script changes
+    only its own lines. Returns the JSON file's path."""
+    import json
+
+    path = Path(folder) / "provenance.json"
+    records = json.loads(path.read_text()) if path.exists() else {}
+    records.update(entries)
+    path.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n")
+    return path

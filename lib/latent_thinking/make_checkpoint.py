@@ -9,14 +9,13 @@ checkpoint holds the recipe too and :func:`lib.latent_thinking.model.load_checkp
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 
 import numpy as np
 import torch
 
-from lib.common import data_dir
+from lib.common import data_dir, update_provenance
 
 from .model import build, load_checkpoint, save_checkpoint, train
 from .tasks import CharTokenizer, training_texts
@@ -80,10 +79,7 @@ def main(argv=None) -> None:
                        final_loss=round(float(np.mean(log.losses[-100:])), 4),
                        loss_every_250=[round(float(np.mean(log.losses[i:i + 50])), 4)
                                        for i in range(0, len(log.losses), 250)])}
-    pf = file.parent / "provenance.json"
-    old = json.loads(pf.read_text()) if pf.exists() else {}
-    old.update(prov)
-    pf.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+    update_provenance(file.parent, prov)
     print(f"wrote {file} ({entry['bytes']} bytes, sha256 {entry['sha256']}) in {secs:.0f} s")
 
 

@@ -10,13 +10,12 @@ to ``data/maskinversion/provenance.json``; the checkpoint itself holds the recip
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 
 import numpy as np
 import torch
 
-from lib.common import data_dir
+from lib.common import data_dir, update_provenance
 
 from .model import load_checkpoint, make_tiny_clip, save_checkpoint, train_clip
 
@@ -51,10 +50,7 @@ def main(argv=None) -> None:
                        train_seconds={a: round(v["seconds"], 1) for a, v in logs.items()},
                        final_loss={a: round(float(np.mean(v["losses"][-50:])), 4) for a, v in logs.items()},
                        loss_every_100={a: [round(x, 4) for x in v["losses"][::100]] for a, v in logs.items()})}
-    pf = file.parent / "provenance.json"
-    old = json.loads(pf.read_text()) if pf.exists() else {}
-    old.update(prov)
-    pf.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+    update_provenance(file.parent, prov)
     print(f"wrote {file} ({entry['bytes']} bytes, sha256 {entry['sha256']})")
 
 
