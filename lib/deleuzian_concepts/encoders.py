@@ -61,17 +61,23 @@ def save_checkpoint(model, path, meta: dict) -> None:
     torch.save({"state": state, "meta": meta}, path)
 
 
-def load_checkpoint(path=None):
-    """The shipped tiny GPT-2 (float32) and its BPE tokenizer, plus the checkpoint's metadata."""
+def _read_checkpoint(path=None):
+    """``(path, {"state": float16 tensors, "meta": ...})`` of the shipped checkpoint (or ``path``), loaded
+    ``weights_only``; a missing file names the script that makes it."""
     import torch
-
-    from lib.common.bpe import load_bpe
-    from lib.common.tiny_lm import make_gpt2
 
     path = Path(path) if path is not None else data_dir("deleuzian_concepts") / CHECKPOINT
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing; make it with `python -m lib.deleuzian_concepts.make_checkpoint`")
-    blob = torch.load(path, map_location="cpu", weights_only=True)
+    return path, torch.load(path, map_location="cpu", weights_only=True)
+
+
+def load_checkpoint(path=None):
+    """The shipped tiny GPT-2 (float32) and its BPE tokenizer, plus the checkpoint's metadata."""
+    from lib.common.bpe import load_bpe
+    from lib.common.tiny_lm import make_gpt2
+
+    path, blob = _read_checkpoint(path)
     arch = blob["meta"]["arch"]
     model = make_gpt2(arch["vocab_size"], n_layer=arch["n_layer"], n_embd=arch["n_embd"], n_head=arch["n_head"],
                       n_positions=arch["n_positions"], seed=0)
@@ -123,14 +129,9 @@ class CheckpointGPT2:
 
 def load_checkpoint_states(path=None):
     """The shipped checkpoint as a :class:`CheckpointGPT2` (float32, torch only), its tokenizer and metadata."""
-    import torch
-
     from lib.common.bpe import load_bpe
 
-    path = Path(path) if path is not None else data_dir("deleuzian_concepts") / CHECKPOINT
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; make it with `python -m lib.deleuzian_concepts.make_checkpoint`")
-    blob = torch.load(path, map_location="cpu", weights_only=True)
+    path, blob = _read_checkpoint(path)
     arch = blob["meta"]["arch"]
     state = {k: v.float() for k, v in blob["state"].items()}
     need = ["transformer.wte.weight", "transformer.wpe.weight", "transformer.ln_f.weight"] + [
