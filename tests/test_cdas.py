@@ -202,7 +202,7 @@ def test_data_reader(tmp_path):
     with pytest.raises(ValueError, match="non-empty text"):
         read_contrastive(bad)
     bad.write_text('{"negative_input": "a"\n')
-    with pytest.raises(ValueError, match="line 1.*not a JSON object"):
+    with pytest.raises(ValueError, match="line 1.*not valid JSON"):
         read_contrastive(bad)
     pq = tmp_path / "x.parquet"
     try:

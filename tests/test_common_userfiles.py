@@ -175,3 +175,19 @@ def test_read_pickle_round_trips_numpy_dicts_and_refuses_foreign_pickles(tmp_pat
     (tmp_path / "text").write_text("a,b\n1,2\n")
     with pytest.raises(UserFileError, match="not a pickle"):
         read_pickle("data_path", tmp_path / "text", expected="a dict")
+
+
+def test_read_jsonl_numbers_lines_and_refuses_bad_ones(tmp_path):
+    from lib.common.userfiles import read_jsonl
+    p = tmp_path / "rows.jsonl"
+    p.write_text('{"a": 1}\n\n{"a": 2, "b": "x"}\n', encoding="utf-8")
+    assert read_jsonl("data_path", p) == [(1, {"a": 1}), (3, {"a": 2, "b": "x"})]
+    p.write_text('{"a": 1}\n{"a": 2\n', encoding="utf-8")
+    with pytest.raises(UserFileError, match=r"'data_path'.*line 2: not valid JSON"):
+        read_jsonl("data_path", p, expected="rows")
+    p.write_text('{"a": 1}\n[1, 2]\n', encoding="utf-8")
+    with pytest.raises(UserFileError, match=r"line 2: a JSON list, not an object; expected rows"):
+        read_jsonl("data_path", p, expected="rows")
+    p.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(UserFileError, match="blank"):
+        read_jsonl("data_path", p)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lib.common.userfiles import UserFileError, check_file, read_text
+from lib.common.userfiles import UserFileError, check_file, read_jsonl
 
 COLUMNS = ("negative_input", "negative_output", "positive_input", "positive_output")
 CONCEPT_COLUMNS = ("output_concept", "concept")
@@ -53,23 +53,12 @@ def read_contrastive(path) -> pd.DataFrame:
             raise UserFileError("data_path", path, f"not a readable parquet file ({type(exc).__name__}: {exc})",
                                 expected=CONTRAST_EXPECTED) from None
         return _check_frame(df, path)
-    text = read_text("data_path", p, expected=CONTRAST_EXPECTED)
     rows = []
-    for k, line in enumerate(text.splitlines()):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserFileError("data_path", path, f"not a JSON object ({exc.msg})", expected=CONTRAST_EXPECTED,
-                                line=k + 1) from None
-        if not isinstance(obj, dict):
-            raise UserFileError("data_path", path, f"a JSON {type(obj).__name__}, not an object",
-                                expected=CONTRAST_EXPECTED, line=k + 1)
+    for no, obj in read_jsonl("data_path", p, expected=CONTRAST_EXPECTED):
         missing = [c for c in COLUMNS if c not in obj]
         if missing:
             raise UserFileError("data_path", path, f"missing field(s) {', '.join(missing)}",
-                                expected=CONTRAST_EXPECTED, line=k + 1)
+                                expected=CONTRAST_EXPECTED, line=no)
         rows.append(obj)
     return _check_frame(pd.DataFrame(rows), path, where="jsonl")
 

@@ -24,6 +24,7 @@ suite test runs every declared loader on its fixture (must load) and on the malf
 from __future__ import annotations
 
 import gzip
+import json
 import importlib
 import math
 import os
@@ -182,6 +183,26 @@ def read_lines(parameter: str, path, *, expected: Optional[str] = None, comments
     if not out:
         raise UserFileError(parameter, path, "the file holds no data lines (only comments or blank lines)",
                             expected=expected)
+    return out
+
+
+def read_jsonl(parameter: str, path, *, expected: Optional[str] = None, **kwargs) -> list[tuple[int, dict]]:
+    """``(line number, object)`` pairs of a JSON-lines file, blank lines skipped.
+
+    Refused with :class:`UserFileError` (line named): everything :func:`read_text` refuses, a line that is not
+    valid JSON, a line whose JSON value is not an object. Field checks are the caller's.
+    """
+    out = []
+    for no, line in read_lines(parameter, path, expected=expected, comments=(), **kwargs):
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UserFileError(parameter, path, f"not valid JSON ({exc.msg} at column {exc.colno})",
+                                expected=expected, line=no) from None
+        if not isinstance(rec, dict):
+            raise UserFileError(parameter, path, f"a JSON {type(rec).__name__}, not an object", expected=expected,
+                                line=no)
+        out.append((no, rec))
     return out
 
 

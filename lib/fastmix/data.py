@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from lib.common.paths import data_dir
-from lib.common.userfiles import UserFileError, read_lines
+from lib.common.userfiles import UserFileError, read_jsonl
 
 # Package families (top-level stdlib packages). TARGET_A is held out: never a training source.
 FAMILIES = {
@@ -106,17 +106,8 @@ def near_duplicates(n: int, rng: np.random.Generator, base: str) -> list[str]:
 # ---------------------------------------------------------------- Pile-style JSONL
 def read_pile_jsonl(path, parameter: str = "data_path") -> dict[str, list[str]]:
     """A Pile-style JSONL shard -> {pile_set_name: [texts]} (sorted by name). Bad lines raise UserFileError."""
-    lines = read_lines(parameter, path, expected=PILE_EXPECTED, comments=())
     out: dict[str, list[str]] = {}
-    for no, line in lines:
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserFileError(parameter, path, f"not valid JSON ({exc.msg} at column {exc.colno})",
-                                expected=PILE_EXPECTED, line=no) from None
-        if not isinstance(rec, dict):
-            raise UserFileError(parameter, path, f"a JSON {type(rec).__name__}, not an object", expected=PILE_EXPECTED,
-                                line=no)
+    for no, rec in read_jsonl(parameter, path, expected=PILE_EXPECTED):
         text, meta = rec.get("text"), rec.get("meta")
         if not isinstance(text, str) or not text.strip():
             raise UserFileError(parameter, path, f"field 'text' missing or not a non-empty string (got {text!r:.40})",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from lib.common.userfiles import UserFileError, read_lines
+from lib.common.userfiles import UserFileError, read_jsonl
 
 EXPECTED = ('GSM8K jsonl: one JSON object per line with string fields "question" and "answer", the answer '
             'ending in "#### <number>"')
@@ -20,17 +20,8 @@ _FINAL = re.compile(r"####\s*(-?[\d,]*\.?\d+)\s*$")
 
 
 def read_gsm8k(path, parameter="data_path"):
-    lines = read_lines(parameter, path, expected=EXPECTED, comments=())
     questions, answers = [], []
-    for no, line in lines:
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserFileError(parameter, path, f"not a JSON object ({exc.msg} at column {exc.colno})",
-                                expected=EXPECTED, line=no) from None
-        if not isinstance(rec, dict):
-            raise UserFileError(parameter, path, f"a JSON {type(rec).__name__}, not an object", expected=EXPECTED,
-                                line=no)
+    for no, rec in read_jsonl(parameter, path, expected=EXPECTED):
         for key in ("question", "answer"):
             if not isinstance(rec.get(key), str) or not rec[key].strip():
                 raise UserFileError(parameter, path, f"field {key!r} is missing or not a non-empty string",
