@@ -146,3 +146,18 @@ def test_config_refuses_bad_parameters_by_name():
                      ({"proxy_embd": 48}, "proxy_embd")]:
         with pytest.raises(ValueError, match=name):
             paper.config(verbose=False, out_dir="/tmp/fastmix_test", **kw)
+
+
+def test_tinygpt_forward_equals_the_transformers_gpt2_it_is_built_from():
+    from lib.common.tiny_lm import make_gpt2
+
+    hf = make_gpt2(50, n_layer=2, n_embd=64, n_head=2, n_positions=12, seed=3, tie_word_embeddings=False)
+    x = torch.randint(0, 50, (5, 12), generator=torch.Generator().manual_seed(0))
+    ref = hf(x).logits
+    for eager in (False, True):
+        m = mx.TinyGPT(hf, eager=eager)
+        assert torch.allclose(m.forward(x)[1], ref, atol=1e-5)
+    m = mx.make_proxy(50, 2, 64, 12, 3)
+    assert torch.allclose(m.forward(x)[1], ref, atol=1e-5)  # make_proxy: the same seeded init
+    with pytest.raises(ValueError, match="attn"):
+        mx.make_proxy(50, 2, 64, 12, 3, attn="flash")

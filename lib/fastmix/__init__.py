@@ -22,7 +22,7 @@ LOADERS = {
 }
 
 SIZES = {
-    "quick": dict(k=6, seq_len=32, per_source=4, n1=5, proxy_steps=100, n_proxies=4, target_steps=100,
+    "quick": dict(k=6, seq_len=32, per_source=4, n1=4, proxy_steps=80, n_proxies=4, target_steps=50,
                   target_layers=2, target_embd=64, n_val_rows=32, n_eval_rows=64, lemma_pool=24, lemma_warm_steps=20,
                   lemma_per_source=8),
     "full": dict(k=10, seq_len=64, per_source=8, n1=10, proxy_steps=1000, n_proxies=64, target_steps=1500, target_layers=4, target_embd=128,
