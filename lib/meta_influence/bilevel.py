@@ -27,12 +27,14 @@ class Counter:
 
     inner_solves: int = 0
     inner_newton: int = 0
+    inner_chord: int = 0
     outer_iters: int = 0
     big_factorisations: int = 0
 
     def add(self, other: "Counter") -> None:
         self.inner_solves += other.inner_solves
         self.inner_newton += other.inner_newton
+        self.inner_chord += other.inner_chord
         self.outer_iters += other.outer_iters
         self.big_factorisations += other.big_factorisations
 
@@ -338,12 +340,8 @@ def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.nd
     lam = np.tile(np.asarray(lam0, float), (P_, 1))
     theta = np.tile(theta0[None], (P_, 1, 1, 1))
     s_all = np.broadcast_to(tasks.s, (P_, T, n)) if S is None else S
-    big = Tasks(np.broadcast_to(tasks.Xs, (P_,) + tasks.Xs.shape).reshape(P_ * T, n, d),
-                np.broadcast_to(tasks.ys, (P_, T, n)).reshape(P_ * T, n),
-                np.broadcast_to(tasks.Xq, (P_,) + tasks.Xq.shape).reshape(P_ * T, -1, d),
-                np.broadcast_to(tasks.yq, (P_,) + tasks.yq.shape).reshape(P_ * T, -1), C,
-                np.ascontiguousarray(s_all).reshape(P_ * T, n).astype(float),
-                np.broadcast_to(tasks.q, (P_,) + tasks.q.shape).reshape(P_ * T, -1).astype(float))
+    edited = (np.asarray(s_all) != tasks.s[None]).any(-1)  # (P, T): pairs whose support weights differ (Newton)
+    warm = WarmInner(tasks, mu, theta0)
     gn = np.full(P_, np.inf)
     gn_acc = np.full(P_, np.inf)  # ||grad|| at the last accepted iterate
     lam_acc = lam.copy()
@@ -371,17 +369,8 @@ def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.nd
                 counter.big_factorisations += T + 1
                 forced[p], halvings[p] = True, 0
         todo = np.flatnonzero(active)
-        per = max(1, chunk // T)
-        for c0 in range(0, len(todo), per):
-            rows = todo[c0:c0 + per]
-            idx = (rows[:, None] * T + np.arange(T)[None]).ravel()
-            sub = Tasks(big.Xs[idx], big.ys[idx], big.Xq[idx], big.yq[idx], C, big.s[idx], big.q[idx])
-            lam_rep = np.repeat(lam[rows], T, axis=0)
-            sol = inner_solve(lam_rep, sub, mu, theta0=theta[rows].reshape(-1, d, C), counter=counter)
-            _, g, _ = query_grad(sol.theta, sub)
-            G = jvp_J(sol, sub, mu, g).reshape(len(rows), T, D)
-            grads[rows] = (W[rows, :, None] * G).sum(1) + rho * lam[rows]
-            theta[rows] = sol.theta.reshape(len(rows), T, d, C)
+        grads[todo], theta[todo] = _warm_value_grad(warm, tasks, mu, rho, lam[todo], theta[todo], W[todo],
+                                                    s_all[todo], edited[todo], counter)
         gn[active] = np.linalg.norm(grads[active], axis=1)
         active = gn >= tol
         if not active.any():
@@ -413,9 +402,42 @@ def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.nd
     return RetrainResult(lam, theta, gn, it, counter)
 
 
-def adapt_and_eval(lam: np.ndarray, tasks: Tasks, mu: float, counter: Counter | None = None):
-    """Adapt to every task from each of P meta-parameters (lam: (P, D)); mean query loss and accuracy per lam."""
+def _warm_value_grad(warm, tasks, mu, rho, lam, theta, W, S, edited, counter):
+    """grad F_p for P problems (lam (P, D), theta (P, T, d, C) the inner warm starts, W (P, T), S (P, T, n)):
+    warm chord solves for the pairs with the base's support weights, exact Newton for the others and any pair that
+    does not contract. Returns (grads (P, D), theta (P, T, d, C))."""
+    P_, T, d, C = theta.shape
+    th0 = np.ascontiguousarray(theta.transpose(1, 2, 3, 0))
+    skip = edited.T
+    th, Pm, failed = warm.solve(lam, th0, skip=skip, counter=counter)
+    _, g, _ = warm.query(th)
+    G, jfail = warm.jvp(Pm, g, skip=skip | failed)
+    need = skip | failed | jfail
+    if need.any():
+        ti, pi = np.nonzero(need)
+        sub = Tasks(tasks.Xs[ti], tasks.ys[ti], tasks.Xq[ti], tasks.yq[ti], C, np.asarray(S[pi, ti], float),
+                    tasks.q[ti])
+        sol = inner_solve(lam[pi], sub, mu, theta0=th0[ti, :, :, pi], counter=counter)
+        _, gx, _ = query_grad(sol.theta, sub)
+        th[ti, :, :, pi] = sol.theta
+        G[ti, :, :, pi] = jvp_J(sol, sub, mu, gx)
+    grads = np.einsum("pt,tdp->pd", W, G.reshape(T, d * C, P_)) + rho * lam
+    return grads, th.transpose(3, 0, 1, 2)
+
+
+def adapt_and_eval(lam: np.ndarray, tasks: Tasks, mu: float, counter: Counter | None = None,
+                   warm: WarmInner | None = None):
+    """Adapt to every task from each of P meta-parameters (lam: (P, D)); mean query loss and accuracy per lam.
+    warm: a WarmInner on these tasks (chord solves from its base; pairs that do not contract are solved cold)."""
     lam = np.atleast_2d(lam)
+    if warm is not None:
+        th, Pm, failed = warm.solve(lam, counter=counter)
+        if failed.any():
+            ti, pi = np.nonzero(failed)
+            sol = inner_solve(lam[pi], tasks.take(ti), mu, counter=counter)
+            th[ti, :, :, pi] = sol.theta
+        loss, _, acc = warm.query(th)
+        return loss.mean(0), acc.mean(0)
     P_, T = len(lam), len(tasks)
     big = Tasks(np.tile(tasks.Xs, (P_, 1, 1)), np.tile(tasks.ys, (P_, 1)), np.tile(tasks.Xq, (P_, 1, 1)),
                 np.tile(tasks.yq, (P_, 1)), tasks.n_classes, np.tile(tasks.s, (P_, 1)), np.tile(tasks.q, (P_, 1)))
@@ -423,3 +445,112 @@ def adapt_and_eval(lam: np.ndarray, tasks: Tasks, mu: float, counter: Counter | 
     loss, _, _ = query_grad(sol.theta, big)
     acc = query_accuracy(sol.theta, big)
     return loss.reshape(P_, T).mean(1), acc.reshape(P_, T).mean(1)
+
+
+class WarmInner:
+    """Inner solutions of the T tasks for many meta-parameters at once (layout: pairs (t, p), p last), near a base
+    solution theta0: chord-Newton steps with the inverse inner Newton matrices at the base (one (nC x nC) inverse per
+    task, shared by all P problems), iterated to the same residual tolerance as :func:`inner_solve`; the J products
+    are solved the same way (iterative refinement with the base inverse against the exact Newton matrix at the
+    solution). A pair that does not contract is left to the caller's exact Newton solve (``failed``)."""
+
+    def __init__(self, tasks: Tasks, mu: float, theta0: np.ndarray, tol: float = 1e-12, max_iter: int = 40):
+        self.tasks, self.mu, self.tol, self.max_iter = tasks, mu, tol, max_iter
+        T, n, d = tasks.Xs.shape
+        C = tasks.n_classes
+        self.shape = (T, n, d, C)
+        self.Y = onehot(tasks.ys, C)[..., None]
+        self.Yq = onehot(tasks.yq, C)[..., None]
+        self.Kx = np.einsum("tja,tka->tjk", tasks.Xs, tasks.Xs) / (mu * n)
+        self.Kxs = self.Kx * tasks.s[:, None, :]
+        self.XsT = np.ascontiguousarray(tasks.Xs.transpose(0, 2, 1))
+        self.XqT = np.ascontiguousarray(tasks.Xq.transpose(0, 2, 1))
+        self.theta0 = np.asarray(theta0, float).reshape(T, d, C)
+        P0 = softmax(np.einsum("tja,tac->tjc", tasks.Xs, self.theta0))
+        self.Minv = np.linalg.inv(_jac_matrix(self.Kxs, _S(P0)))
+
+    def _mm(self, A, V):
+        """(T, a, b) @ V (T, b, ..., P) over the trailing axes."""
+        sh = V.shape
+        return np.matmul(A, V.reshape(sh[0], sh[1], -1)).reshape((sh[0], A.shape[1]) + sh[2:])
+
+    def _resid(self, Z, Z0):
+        return Z - Z0 + self._mm(self.Kxs, softmax_axis(Z, 2) - self.Y)
+
+    def _minv(self, R):
+        T, n, C, P_ = R.shape
+        return np.matmul(self.Minv, R.reshape(T, n * C, P_)).reshape(T, n, C, P_)
+
+    def solve(self, lam: np.ndarray, theta_init: np.ndarray | None = None, skip: np.ndarray | None = None,
+              counter: Counter | None = None):
+        """lam: (P, D); theta_init: (T, d, C, P) or None (the base); skip: (T, P) pairs not to iterate.
+        Returns (theta (T, d, C, P), probabilities (T, n, C, P), failed (T, P))."""
+        T, n, d, C = self.shape
+        lam = np.atleast_2d(lam)
+        P_ = len(lam)
+        L = lam.reshape(P_, d, C).transpose(1, 2, 0)  # (d, C, P)
+        Z0 = np.matmul(self.tasks.Xs, L.reshape(d, C * P_)).reshape(T, n, C, P_)
+        th = np.repeat(self.theta0[..., None], P_, axis=3) if theta_init is None else theta_init
+        Z = self._mm(self.tasks.Xs, th)
+        R = self._resid(Z, Z0)
+        skip = np.zeros((T, P_), bool) if skip is None else skip
+        failed = np.zeros((T, P_), bool)
+        rn_prev = np.full((T, P_), np.inf)
+        for _ in range(self.max_iter):
+            rn = np.abs(R).max(axis=(1, 2))
+            failed |= (rn > rn_prev) & (rn >= self.tol)  # not contracting: left to the exact Newton solve
+            act = (rn >= self.tol) & ~skip & ~failed
+            if not act.any():
+                break
+            Z = Z - self._minv(R) * act[:, None, None, :]
+            R = self._resid(Z, Z0)
+            rn_prev = np.where(act, rn, rn_prev)
+            if counter is not None:
+                counter.inner_chord += int(act.sum())
+        rn = np.abs(R).max(axis=(1, 2))
+        failed |= (rn >= self.tol) & ~skip
+        Pm = softmax_axis(Z, 2)
+        theta = L[None] - self._mm(self.XsT, self.tasks.s[:, :, None, None] * (Pm - self.Y)) / (self.mu * n)
+        if counter is not None:
+            counter.inner_solves += int((~skip).sum())
+        return theta, Pm, failed
+
+    def jvp(self, Pm: np.ndarray, V: np.ndarray, skip: np.ndarray | None = None, max_iter: int = 40):
+        """J v for every pair (V: (T, d, C, P)) at the solutions with probabilities Pm. Returns (JV, failed)."""
+        T, n, d, C = self.shape
+        s = self.tasks.s[:, :, None, None]
+        rhs = self._mm(self.tasks.Xs, V) / self.mu
+
+        def Sx(x):
+            return s * (Pm * x - Pm * (Pm * x).sum(2, keepdims=True))
+
+        x = self._minv(rhs)
+        scale = np.abs(rhs).max(axis=(1, 2)) + 1e-300
+        skip = np.zeros(scale.shape, bool) if skip is None else skip
+        ok = np.zeros(scale.shape, bool)
+        for _ in range(max_iter):
+            r = rhs - x - self._mm(self.Kx, Sx(x))  # the exact Newton matrix at the solution times x
+            ok = np.abs(r).max(axis=(1, 2)) <= 1e-14 * scale
+            if (ok | skip).all():
+                break
+            x = x + self._minv(r) * (~ok)[:, None, None, :]
+        return V - self._mm(self.XsT, Sx(x)) / n, ~ok & ~skip
+
+    def query(self, theta: np.ndarray):
+        """Query loss (T, P), gradient (T, d, C, P) and accuracy (T, P)."""
+        m = self.tasks.Xq.shape[1]
+        Zq = self._mm(self.tasks.Xq, theta)
+        Pq = softmax_axis(Zq, 2)
+        q = self.tasks.q[:, :, None, None]
+        Zm = Zq.max(2, keepdims=True)
+        lse = (Zm + np.log(np.exp(Zq - Zm).sum(2, keepdims=True)))[:, :, 0]
+        ce = lse - (Zq * self.Yq).sum(2)
+        loss = (q[:, :, 0] * ce).sum(1) / m
+        g = self._mm(self.XqT, q * (Pq - self.Yq)) / m
+        acc = (Zq.argmax(2) == self.tasks.yq[:, :, None]).mean(1)
+        return loss, g, acc
+
+
+def softmax_axis(Z: np.ndarray, axis: int) -> np.ndarray:
+    E = np.exp(Z - Z.max(axis=axis, keepdims=True))
+    return E / E.sum(axis=axis, keepdims=True)

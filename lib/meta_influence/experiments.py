@@ -65,7 +65,8 @@ def task_if_vs_loto(cfg, base: Base) -> dict:
             W, Hc_inv = _loto_problems(base, ks)
             rt = B.retrain(base.md.train, base.mu, base.rho, base.res.lam, base.res.sol.theta, W, Hc_inv)
             ev = B.Counter()
-            phi, acc = B.adapt_and_eval(rt.lam, base.md.test, base.mu, counter=ev)
+            phi, acc = B.adapt_and_eval(rt.lam, base.md.test, base.mu, counter=ev,
+                                            warm=B.WarmInner(base.md.test, base.mu, base.tg.theta))
             loto_secs = time.perf_counter() - t0
             rt.counter.add(ev)
         t0 = time.perf_counter()
@@ -113,7 +114,7 @@ def _removed_tasks_eval(base: Base, sets: list[np.ndarray]):
         W[p, sset] = 0.0
         Hc[p] -= base.res.der.H_full[sset].sum(0)
     rt = B.retrain(base.md.train, base.mu, base.rho, base.res.lam, base.res.sol.theta, W, np.linalg.inv(Hc))
-    loss, acc = B.adapt_and_eval(rt.lam, base.md.test, base.mu)
+    loss, acc = B.adapt_and_eval(rt.lam, base.md.test, base.mu, warm=B.WarmInner(base.md.test, base.mu, base.tg.theta))
     return loss, acc, rt
 
 
@@ -191,7 +192,7 @@ def instance_cleaning(cfg, base: Base, tif: I.TaskIF) -> dict:
     Hc_inv = np.repeat(np.linalg.inv(tif.H)[None], len(pts), axis=0)
     W = np.ones((len(pts), T))
     rt = B.retrain(tasks, base.mu, base.rho, base.res.lam, base.res.sol.theta, W, Hc_inv, S=S)
-    phi, _ = B.adapt_and_eval(rt.lam, base.md.test, base.mu)
+    phi, _ = B.adapt_and_eval(rt.lam, base.md.test, base.mu, warm=B.WarmInner(base.md.test, base.mu, base.tg.theta))
     own_after = np.array([B.query_grad(rt.theta[p, pts[p, 0]][None], tasks.take([pts[p, 0]]))[0][0]
                           for p in range(len(pts))])
     own_before = base.res.der.loss_val[pts[:, 0]]

@@ -25,13 +25,14 @@ class TestGrad:
     phi: float
     grad_full: np.ndarray  # (D,) mean_j J_j g_j over the meta-test tasks
     grad_fo: np.ndarray  # (D,) mean_j g_j (J = I)
+    theta: np.ndarray | None = None  # (T_test, d, C) the test tasks' inner solutions at lam
 
 
 def test_gradient(lam: np.ndarray, test: Tasks, mu: float, counter=None) -> TestGrad:
     sol = inner_solve(lam, test, mu, counter=counter)
     loss, g, _ = query_grad(sol.theta, test)
     G = jvp_J(sol, test, mu, g).reshape(len(test), -1)
-    return TestGrad(float(loss.mean()), G.mean(0), g.reshape(len(test), -1).mean(0))
+    return TestGrad(float(loss.mean()), G.mean(0), g.reshape(len(test), -1).mean(0), sol.theta)
 
 
 def total_hessian(res: OuterResult, rho: float, kind: str = "full") -> np.ndarray:
