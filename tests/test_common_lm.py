@@ -163,3 +163,25 @@ def test_package_family_filter_keeps_only_the_named_packages():
         stdlib_corpus(packages=["no_such_pkg"])
     with pytest.raises(ValueError, match="packages"):
         stdlib_corpus(packages="json")
+
+
+def test_npz_checkpoint_round_trip_and_refusals(tmp_path):
+    import pytest
+    import torch
+
+    from lib.common.bpe import load_bpe
+    from lib.common.tiny_lm import make_gpt2, read_npz_checkpoint, save_npz_checkpoint
+
+    tok = load_bpe(512)
+    model = make_gpt2(tok.get_vocab_size(), n_layer=1, n_embd=32, n_head=2, n_positions=16, seed=0)
+    f = tmp_path / "ck.npz"
+    rec = save_npz_checkpoint(model, tok, f, {"seed": 0}, extra={"note": "x"})
+    assert rec["file"] == "ck.npz" and rec["bytes"] == f.stat().st_size and rec["note"] == "x"
+    state, tok2, recipe = read_npz_checkpoint(f, {"seed": 0}, "lib.x.make")
+    assert recipe == {"seed": 0} and tok2.get_vocab_size() == tok.get_vocab_size()
+    ref = model.state_dict()
+    assert "lm_head.weight" not in state and all(torch.allclose(v, ref[k].half().float()) for k, v in state.items())
+    with pytest.raises(RuntimeError, match="python -m lib.x.make"):
+        read_npz_checkpoint(f, {"seed": 1}, "lib.x.make")
+    with pytest.raises(FileNotFoundError, match="python -m lib.x.make"):
+        read_npz_checkpoint(tmp_path / "no.npz", {"seed": 0}, "lib.x.make")

@@ -5,9 +5,6 @@ written by ``python -m lib.cdas.make_checkpoint``; full mode retrains (two sizes
 """
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import time
 
 import numpy as np
@@ -15,7 +12,7 @@ import torch
 
 from lib.common import data_dir
 from lib.common.bpe import EOS_TOKEN, encode_corpus, train_bpe
-from lib.common.tiny_lm import make_gpt2, train_lm
+from lib.common.tiny_lm import make_gpt2, read_npz_checkpoint, save_npz_checkpoint, train_lm
 
 from .world import MODEL, USER, World, all_words, prompt_text
 
@@ -62,38 +59,14 @@ class Backbone:
         return self.encode(" " + resp) + [self.eos]
 
 
-def _state_arrays(model):
-    return {k: v.detach().cpu().to(torch.float16).numpy() for k, v in model.state_dict().items()
-            if not k.endswith(".attn.bias") and not k.endswith("masked_bias") and k != "lm_head.weight"}
-
-
 def save_checkpoint(model, tok, path, recipe, extra=None) -> dict:
-    arrays = _state_arrays(model)
-    arrays["__tokenizer__"] = np.frombuffer(tok.to_str().encode("utf-8"), dtype=np.uint8)
-    arrays["__recipe__"] = np.frombuffer(json.dumps(recipe, sort_keys=True).encode(), dtype=np.uint8)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    data = buf.getvalue()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return dict(file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), **(extra or {}))
+    return save_npz_checkpoint(model, tok, path, recipe, extra)
 
 
 def load_checkpoint(path=None, device="cpu") -> Backbone:
-    from tokenizers import Tokenizer
-
-    path = path or (data_dir(SLUG) / CKPT_NAME)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; regenerate it with `python -m lib.cdas.make_checkpoint`")
-    z = np.load(path)
-    recipe = json.loads(bytes(z["__recipe__"]).decode())
-    if recipe != RECIPE:
-        raise RuntimeError(f"{path} was made with recipe {recipe}, not lib.cdas.model.RECIPE {RECIPE}; regenerate "
-                           f"it with `python -m lib.cdas.make_checkpoint`")
-    tok = Tokenizer.from_str(bytes(z["__tokenizer__"]).decode("utf-8"))
+    state, tok, recipe = read_npz_checkpoint(path or (data_dir(SLUG) / CKPT_NAME), RECIPE, "lib.cdas.make_checkpoint")
     model = make_gpt2(recipe["vocab_size"], n_positions=recipe["n_positions"], seed=recipe["seed"],
                       **ARCHS[recipe["arch"]])
-    state = {k: torch.from_numpy(z[k].astype(np.float32)) for k in z.files if not k.startswith("__")}
     missing, unexpected = model.load_state_dict(state, strict=False)
     bad = [k for k in missing if not (k.endswith("attn.bias") or k.endswith("masked_bias") or k == "lm_head.weight")]
     if bad or unexpected:

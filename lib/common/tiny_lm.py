@@ -338,3 +338,55 @@ def load_lm(
         model = model.to(dtype=dtype)
     model.config.name_or_path = TINY_MODEL_NAME
     return model.eval(), as_hf_tokenizer(tok, model_max_length=n_positions)
+
+
+# -------------------------------------------------------------------------------- shipped npz checkpoints
+_SKIP_KEYS = (".attn.bias", "masked_bias")
+
+
+def save_npz_checkpoint(model, tok, path, recipe: dict, extra: Optional[dict] = None) -> dict:
+    """Write a tiny GPT-2 as a compressed npz: float16 weights (causal-mask buffers and the tied LM head left out),
+    the tokenizer's JSON (``__tokenizer__``) and the recipe that made it (``__recipe__``). Returns the file's
+    record: name, bytes, sha256 (and ``extra``)."""
+    import hashlib
+    import io
+    import json
+
+    import numpy as np
+    import torch
+
+    arrays = {k: v.detach().cpu().to(torch.float16).numpy() for k, v in model.state_dict().items()
+              if not k.endswith(_SKIP_KEYS) and k != "lm_head.weight"}
+    arrays["__tokenizer__"] = np.frombuffer(tok.to_str().encode("utf-8"), dtype=np.uint8)
+    arrays["__recipe__"] = np.frombuffer(json.dumps(recipe, sort_keys=True).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    data = buf.getvalue()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return dict(file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), **(extra or {}))
+
+
+def read_npz_checkpoint(path, recipe: dict, script: str):
+    """``(state dict of float32 tensors, tokenizer, recipe)`` of a file written by :func:`save_npz_checkpoint`.
+
+    A missing file, or one made with another recipe than ``recipe``, is refused with the command that remakes it
+    (``python -m <script>``)."""
+    import json
+
+    import numpy as np
+    import torch
+    from tokenizers import Tokenizer
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing; regenerate it with `python -m {script}`")
+    z = np.load(path)
+    made = json.loads(bytes(z["__recipe__"]).decode())
+    if made != recipe:
+        raise RuntimeError(f"{path} was made with recipe {made}, not the current recipe {recipe}; regenerate it "
+                           f"with `python -m {script}`")
+    tok = Tokenizer.from_str(bytes(z["__tokenizer__"]).decode("utf-8"))
+    state = {k: torch.from_numpy(z[k].astype(np.float32)) for k in z.files if not k.startswith("__")}
+    return state, tok, made

@@ -11,9 +11,6 @@ SentenceDebias project).
 """
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import time
 
 import numpy as np
@@ -22,6 +19,7 @@ import torch.nn.functional as F
 
 from lib.common import data_dir
 from lib.common.bpe import encode_corpus, train_bpe
+from lib.common.tiny_lm import read_npz_checkpoint, save_npz_checkpoint
 
 from .data import corpus, encode_labeled
 
@@ -60,33 +58,12 @@ def train_backbone(recipe=None, seed=None, verbose=False):
 
 
 def save_checkpoint(model, tok, path, recipe) -> dict:
-    arrays = {k: v.detach().cpu().to(torch.float16).numpy() for k, v in model.state_dict().items()
-              if not (k.endswith(".attn.bias") or k.endswith("masked_bias") or k == "lm_head.weight")}
-    arrays["__tokenizer__"] = np.frombuffer(tok.to_str().encode("utf-8"), dtype=np.uint8)
-    arrays["__recipe__"] = np.frombuffer(json.dumps(recipe, sort_keys=True).encode(), dtype=np.uint8)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    data = buf.getvalue()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-    return dict(file=path.name, bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    return save_npz_checkpoint(model, tok, path, recipe)
 
 
 def load_checkpoint(path=None):
     """(state dict of float32 tensors, tokenizer, recipe) of the shipped backbone."""
-    from tokenizers import Tokenizer
-
-    path = path or (data_dir(SLUG) / CKPT_NAME)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing; regenerate it with `python -m lib.mqar.make_checkpoint`")
-    z = np.load(path)
-    recipe = json.loads(bytes(z["__recipe__"]).decode())
-    if recipe != RECIPE:
-        raise RuntimeError(f"{path} was made with recipe {recipe}, not lib.mqar.model.RECIPE {RECIPE}; regenerate it "
-                           f"with `python -m lib.mqar.make_checkpoint`")
-    tok = Tokenizer.from_str(bytes(z["__tokenizer__"]).decode("utf-8"))
-    state = {k: torch.from_numpy(z[k].astype(np.float32)) for k in z.files if not k.startswith("__")}
-    return state, tok, recipe
+    return read_npz_checkpoint(path or (data_dir(SLUG) / CKPT_NAME), RECIPE, "lib.mqar.make_checkpoint")
 
 
 def _ln(x, w, b):
