@@ -185,3 +185,22 @@ def test_npz_checkpoint_round_trip_and_refusals(tmp_path):
         read_npz_checkpoint(f, {"seed": 1}, "lib.x.make")
     with pytest.raises(FileNotFoundError, match="python -m lib.x.make"):
         read_npz_checkpoint(tmp_path / "no.npz", {"seed": 0}, "lib.x.make")
+
+
+def test_checkpoint_provenance_and_resolve_pretrained():
+    import pytest
+
+    from lib.common.tiny_lm import checkpoint_provenance, resolve_pretrained
+
+    rec = checkpoint_provenance({"file": "a.npz", "bytes": 3}, {"seed": 0}, command="python -m lib.x.make",
+                                losses=[float(i) for i in range(250, 0, -1)], train_seconds=12.345)
+    assert rec["file"] == "a.npz" and rec["recipe"] == {"seed": 0} and rec["command"] == "python -m lib.x.make"
+    assert rec["train_seconds"] == 12.3 and rec["final_loss"] == 25.5 and rec["loss_every_100"] == [250.0, 150.0, 50.0]
+    with pytest.raises(ValueError, match="losses"):
+        checkpoint_provenance({}, {}, command="c", losses=[], train_seconds=0)
+    assert resolve_pretrained("quick", None, None) is True
+    assert resolve_pretrained("full", None, None) is False
+    assert resolve_pretrained("full", True, None) is True and resolve_pretrained("quick", False, None) is False
+    assert resolve_pretrained("quick", None, "gpt2") is False
+    with pytest.raises(ValueError, match="'pretrained' got True together with model_name"):
+        resolve_pretrained("quick", True, "gpt2")

@@ -13,6 +13,7 @@ import torch  # noqa: F401  (imported before config() runs, so that lib.common's
 
 from lib.common import check_bool, check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader, check_user_file
+from lib.common.tiny_lm import resolve_pretrained
 
 from .data import CONTRAST_EXPECTED
 
@@ -84,12 +85,9 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", model_name=None, d
     data_path = check_path("data_path", data_path)
     if data_path is not None:
         check_user_file(LOADERS["data_path"], data_path)
-    if pretrained and model_name:
-        raise ValueError("parameter 'pretrained' got True together with model_name; the shipped checkpoint is the "
-                         "tiny GPT-2: set pretrained = None with a hub model")
-    use_ckpt = (mode == "quick") if pretrained is None else bool(pretrained)
+    use_ckpt = resolve_pretrained(mode, pretrained, model_name)
     return make_config(SLUG, mode=mode, seed=seed, out_dir=out_dir, device=device, sizes=SIZES, verbose=verbose,
-                       model_name=model_name, data_path=data_path, pretrained=use_ckpt and not model_name,
+                       model_name=model_name, data_path=data_path, pretrained=use_ckpt,
                        layer=int(layer), n_concepts=n_concepts, n_quads=n_quads, n_eval=n_eval, epochs=epochs,
                        lr=None if lr is None else float(lr), batch=int(batch), max_new=int(max_new))
 

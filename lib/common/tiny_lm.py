@@ -390,3 +390,31 @@ def read_npz_checkpoint(path, recipe: dict, script: str):
     tok = Tokenizer.from_str(bytes(z["__tokenizer__"]).decode("utf-8"))
     state = {k: torch.from_numpy(z[k].astype(np.float32)) for k in z.files if not k.startswith("__")}
     return state, tok, made
+
+
+def checkpoint_provenance(entry: dict, recipe: dict, *, command: str, losses, train_seconds: float) -> dict:
+    """The provenance record of a shipped checkpoint made by a data script: the file's record from
+    :func:`save_npz_checkpoint`, the recipe, the command that remakes it, torch and Python versions, training
+    time, the mean loss of the last 50 steps and the loss every 100 steps (``losses``: one loss per step)."""
+    import platform
+
+    import numpy as np
+    import torch
+
+    losses = [float(x) for x in losses]
+    if not losses:
+        raise ValueError("checkpoint_provenance needs the training losses (one per step); got none")
+    return dict(entry, recipe=recipe, command=command, torch=torch.__version__, python=platform.python_version(),
+                train_seconds=round(float(train_seconds), 1), final_loss=round(float(np.mean(losses[-50:])), 4),
+                loss_every_100=[round(x, 4) for x in losses[::100]])
+
+
+def resolve_pretrained(mode: str, pretrained, model_name) -> bool:
+    """Whether a run loads the paper's shipped tiny checkpoint: ``pretrained=None`` means yes in quick mode and no
+    (train it here with the run's seed) in full mode; a hub ``model_name`` never uses it, and ``pretrained=True``
+    together with a hub model is refused (``ValueError`` naming both parameters)."""
+    if pretrained and model_name:
+        raise ValueError("parameter 'pretrained' got True together with model_name; the shipped checkpoint is the "
+                         "tiny GPT-2: set pretrained = None with a hub model")
+    use = (mode == "quick") if pretrained is None else bool(pretrained)
+    return use and not model_name
