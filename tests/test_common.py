@@ -360,6 +360,26 @@ def test_plain_log_labels_use_1_2_5_steps_on_short_ranges():
     plt.close(fig)
 
 
+def test_pow10_log_axis_labels_powers_of_ten_with_superscripts():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lib.common.figures import pow10_label, pow10_log_axis
+
+    assert [pow10_label(v) for v in (1e-8, 1.0, 10.0, 100.0, 2e3, 0.0, -1.0)] == \
+        ["10\u207b\u2078", "1", "10", "10\u00b2", "", "", ""]
+    fig, ax = plt.subplots()
+    ax.semilogy([0, 1], [1e-12, 1.0])
+    pow10_log_axis(ax.yaxis, numticks=4)
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all(t == "1" or t.startswith("10") for t in labels) and "$" not in "".join(labels)
+    assert len(labels) < 13 and len(ax.yaxis.get_minor_locator()()) == 0  # fewer labels than decades, no minor ticks
+    plt.close(fig)
+
+
 def test_ppo_clip_loss_is_the_clipped_surrogate():
     import torch
 

@@ -4,12 +4,12 @@ Every multi-panel figure has one legend, below its panels, so that no legend cov
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import matplotlib.pyplot as plt
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+
+from lib.common.figures import pow10_log_axis
 
 from .experiments import PHASE_TOL, RunSet
 
@@ -40,31 +40,9 @@ def _style(name: str):
     return (None, "-")
 
 
-_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
-
-
-def _pow10(value, _pos=None) -> str:
-    """Tick label of a power of ten as plain text with Unicode superscripts (10⁻⁸): matplotlib's default
-    mathtext labels are re-parsed on every draw once a figure has more than 50 of them, which made each figure
-    of this notebook cost seconds."""
-    if not value > 0:
-        return ""
-    e = math.log10(value)
-    if abs(e - round(e)) > 1e-9:
-        return ""
-    e = int(round(e))
-    return {0: "1", 1: "10"}.get(e, "10" + str(e).translate(_SUPERSCRIPT))
-
-
-def _log_axis(axis, numticks=6):
-    axis.set_major_locator(LogLocator(base=10, numticks=numticks))
-    axis.set_major_formatter(FuncFormatter(_pow10))
-    axis.set_minor_locator(NullLocator())  # 8 minor ticks per decade over 17 decades cost more to lay out than to draw
-
-
 def _log_y(ax):
     ax.set_yscale("log")
-    _log_axis(ax.yaxis)
+    pow10_log_axis(ax.yaxis)
 
 
 def _figure_legend(fig, handles, labels, ncol=None):
@@ -204,7 +182,7 @@ def fig_duality(df, curves):
     lo = min(df["alpha_root"].min(), df["alpha_RN"].min()) * 0.7
     ax.plot([lo, 1], [lo, 1], "k-", lw=0.8)
     for axis in (ax.xaxis, ax.yaxis):
-        _log_axis(axis)
+        pow10_log_axis(axis)
     ax.set_xlabel(r"$\alpha$ from the root of $P[\alpha] = 0$")
     ax.set_ylabel(r"$\alpha$ of the other construction")
     ax.set_title("(a) the model's minimiser lies on the Newton ray at the root", fontsize=9)
@@ -213,7 +191,7 @@ def fig_duality(df, curves):
         ax.loglog(g["s"], g["alpha_root"], "-", color=f"C{i}")
         ax.loglog(g["s"], g["alpha_RN"], "--", color=f"C{i}")
     for axis in (ax.xaxis, ax.yaxis):
-        _log_axis(axis)
+        pow10_log_axis(axis)
     ax.set_xlabel(r"$s = \sigma g^\beta$")
     ax.set_ylabel(r"stepsize $\alpha$")
     ax.set_title("(b) RN is a slightly conservative closed form of the root", fontsize=9)

@@ -1,11 +1,10 @@
 """Figures of the notebook (matplotlib; the suite's style is set by ``config``). Each function returns a Figure."""
 from __future__ import annotations
 
-import math
-
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+
+from lib.common.figures import pow10_log_axis
 
 from . import theory
 from .experiments import EARLY, TOL, Run, pick
@@ -14,24 +13,11 @@ from .rfw import STEPS
 FLOOR = 1e-16
 _STEP_STYLE = {"short": ("C0", "-", "RFW, short step"), "open": ("C1", "--", "RFW, 2/(t+2)"),
                "exact": ("C2", "-.", "RFW, exact line search"), "pg": ("0.45", ":", "projected gradient")}
-_SUP = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
-
-
-def _pow10(value, _pos=None) -> str:
-    if not value > 0:
-        return ""
-    e = math.log10(value)
-    if abs(e - round(e)) > 1e-9:
-        return ""
-    e = int(round(e))
-    return {0: "1", 1: "10"}.get(e, "10" + str(e).translate(_SUP))
 
 
 def _log_y(ax, numticks=6):
     ax.set_yscale("log")
-    ax.yaxis.set_major_locator(LogLocator(base=10, numticks=numticks))
-    ax.yaxis.set_major_formatter(FuncFormatter(_pow10))
-    ax.yaxis.set_minor_locator(NullLocator())
+    pow10_log_axis(ax.yaxis, numticks)
 
 
 def _curves(ax, r: Run, rate_line=True):
@@ -93,8 +79,7 @@ def fig_phases(runs, instance: int = 0):
     ax.loglog(tl, np.exp(c_lin) * late["factor"] ** tl, color="C4", lw=2.2, alpha=0.8,
               label=f"geometric on [{max(t0, 1)}, {t1}): {late['factor']:.3f}^t (R² {late['r2_geometric']:.3f}; "
                     f"power R² {late['r2_power']:.3f})")
-    ax.yaxis.set_major_formatter(FuncFormatter(_pow10))
-    ax.yaxis.set_minor_locator(NullLocator())
+    pow10_log_axis(ax.yaxis, locate=False)
     ax.set_xlabel("iteration t (log)")
     ax.set_ylabel("f(x_t) − f*")
     ax.set_title("(a) two phases? fits on the early and late windows", fontsize=9.5)
