@@ -8,9 +8,8 @@ proximity), :mod:`.experiments`, :mod:`.plots`, :mod:`.make_data` (the German Cr
 """
 from __future__ import annotations
 
-from pathlib import Path
 
-from lib.common import MODES, check_choice, check_float, check_int, check_path, make_config, project_root
+from lib.common import MODES, check_choice, check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
 from .data import DATASETS, ENCODINGS, GERMAN_EXPECTED, USER_DATASETS
@@ -87,9 +86,6 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, en
     models = _check_list("models", models, MODELS)
     generators = _check_list("generators", generators, GENERATORS)
     ot_reg = check_float("ot_reg", ot_reg, lo=0.0)
-    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
-        in_root = project_root() / Path(data_path)  # a notebook runs in notebooks/: accept paths from the root too
-        data_path = str(in_root) if in_root.exists() else data_path
     data_path = check_path("data_path", data_path)
     if data_path is not None:
         from lib.common.userfiles import check_user_file

@@ -9,9 +9,8 @@ on ``lib.common.additive.GroupMLPs`` and its numpy export), :mod:`.univariate` (
 """
 from __future__ import annotations
 
-from pathlib import Path
 
-from lib.common import MODES, check_choice, check_float, check_int, check_path, make_config, project_root
+from lib.common import MODES, check_choice, check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
 from .data import CSV_EXPECTED, DATASETS
@@ -66,9 +65,6 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ta
     check_int("hidden", hidden, lo=2, hi=128, allow_none=True)
     if not isinstance(target, str) or not target.strip():
         raise ValueError(f"parameter 'target' got {target!r}; allowed: the name of the CSV's 0/1 label column")
-    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
-        in_root = project_root() / Path(data_path)  # a notebook runs in notebooks/: accept paths from the root too
-        data_path = str(in_root) if in_root.exists() else data_path
     data_path = check_path("data_path", data_path)
     if data_path is not None:
         from .data import read_tabular

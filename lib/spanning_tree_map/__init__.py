@@ -7,9 +7,8 @@ figure), ``plots``, ``make_data`` (regenerates the .uai fixtures under ``data/sp
 """
 from __future__ import annotations
 
-from pathlib import Path
 
-from lib.common import check_choice, check_float, check_int, check_path, make_config, project_root
+from lib.common import check_choice, check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
 from .baselines import icm, lbp_minsum, mean_field, trw
@@ -129,9 +128,6 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ua
     check_int("grid_size", grid_size, lo=3, hi=60, allow_none=True)
     check_int("n_instances", n_instances, lo=1, hi=100, allow_none=True)
     check_float("milp_time_limit", milp_time_limit, lo=0.0, lo_open=True, allow_none=True)
-    if isinstance(data_path, (str, Path)) and str(data_path) and not Path(data_path).expanduser().exists():
-        in_root = project_root() / Path(data_path)  # a notebook runs in notebooks/: accept paths from the root too
-        data_path = str(in_root) if in_root.exists() else data_path
     data_path = check_path("data_path", data_path)
     if data_path is not None:
         read_uai_folder(data_path, values=uai_values)  # fail now, with the reader's message, if a file is malformed
