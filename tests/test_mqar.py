@@ -183,3 +183,17 @@ def test_config_refuses_bad_parameters():
         config(n_items=101, verbose=False)
     with pytest.raises(ValueError, match="levels"):
         config(levels=1, verbose=False)
+
+
+def test_gender_only_variant_shares_stage1_and_plays_against_its_own_discriminator(bb):
+    txt = D.module_text(64, 0.9, rng_for(0, "m"))
+    ids, lens, lab = bb.encode(txt)
+    s1 = train_mqar(bb.lm, ids, lens, lab, steps1=3, steps2=0, batch=8, seed=0, aux_attrs=(0,))
+    assert all(m.disc_aux is not None and m.disc_aux[-1].out_features == 1 for m in s1.modules)
+    g = train_mqar(bb.lm, ids, lens, lab, steps1=3, steps2=3, batch=8, seed=0, stage1=s1, attrs=(0,))
+    for a, b in zip(s1.modules, g.modules):
+        assert all(torch.equal(p, q) for p, q in zip(a.disc_aux.parameters(), b.disc_aux.parameters()))
+        assert not torch.equal(a.e1[0].weight, b.e1[0].weight)
+    with pytest.raises(ValueError, match="attrs"):
+        train_mqar(bb.lm, ids, lens, lab, steps1=3, steps2=1, batch=8, seed=0, stage1=s1, attrs=(1,))
+    assert bb.lm.hidden(torch.as_tensor(ids[:2]), pre_attn=lambda i, x: x, stop_after=0) is None

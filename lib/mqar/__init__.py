@@ -23,7 +23,7 @@ LOADERS = {
 }
 
 SIZES = {
-    "quick": dict(pretrained=True, n_items=200, n_module_text=2000, n_task_train=400, stage1_steps=150,
+    "quick": dict(pretrained=True, n_items=100, n_module_text=2000, n_task_train=400, stage1_steps=150,
                   stage2_steps=150, inlp_grid=[1, 2, 4, 8], sd_grid=[1, 2, 4, 8], lm_layers=2, lm_width=64,
                   lm_steps=1500),
     "full": dict(pretrained=False, n_items=1000, n_module_text=8000, n_task_train=1500, stage1_steps=600,

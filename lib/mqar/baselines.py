@@ -24,11 +24,18 @@ def rowspace_projection(W):
 def inlp(X, Y, n_iter, seed=0, C=1.0):
     """INLP projection after ``n_iter`` rounds; ``Y`` is ``[n, M]`` with -1 where attribute m is unknown. One
     logistic-regression direction per attribute per round. Returns (P, accuracies per round)."""
+    Ps, accs = inlp_path(X, Y, n_iter, seed=seed, C=C)
+    return Ps[-1], accs
+
+
+def inlp_path(X, Y, n_iter, seed=0, C=1.0):
+    """INLP's projections after rounds 1..``n_iter`` (one run: round k's projection is a prefix of the run) and the
+    accuracies per round: (list of P, accuracies)."""
     from sklearn.linear_model import LogisticRegression
 
     X = np.asarray(X, dtype=np.float64)
     d = X.shape[1]
-    P, W, accs = np.eye(d), [], []
+    P, W, accs, Ps = np.eye(d), [], [], []
     for _ in range(int(n_iter)):
         row = []
         for m in range(Y.shape[1]):
@@ -38,8 +45,9 @@ def inlp(X, Y, n_iter, seed=0, C=1.0):
             w = clf.coef_[0]
             W.append(w / np.linalg.norm(w))
         P = np.eye(d) - rowspace_projection(W)
+        Ps.append(P)
         accs.append(row)
-    return P, np.asarray(accs)
+    return Ps, np.asarray(accs)
 
 
 def sentence_debias(diffs, k):

@@ -12,7 +12,7 @@ import torch
 from lib.common.threads import limit_threads
 
 from . import data as D
-from .baselines import inlp, projection_edit, sentence_debias
+from .baselines import inlp_path, projection_edit, sentence_debias
 from .metrics import crows_score, fped_fned, gap_closed, ss_lms_icat, winobias
 from .model import pair_scores, sentence_scores
 from .mqar import train_mqar
@@ -208,11 +208,12 @@ def run_all(cfg, bb, data):
         kw = dict(steps1=cfg.stage1_steps, steps2=cfg.stage2_steps, beta=cfg.beta, lr=cfg.lr, batch=cfg.batch,
                   latent=cfg.latent, levels=cfg.levels, seed=cfg.seed)
         t0 = time.perf_counter()
-        s1 = train_mqar(bb.lm, ids, lens, labels, **dict(kw, steps2=0))  # stage 1, shared by two variants
+        # stage 1 (with the gender-only discriminator trained beside the multi-hot one), shared by three variants
+        s1 = train_mqar(bb.lm, ids, lens, labels, aux_attrs=(0,), **dict(kw, steps2=0))
         full = train_mqar(bb.lm, ids, lens, labels, stage1=s1, **kw)
         nodisc = train_mqar(bb.lm, ids, lens, labels, stage1=s1, discriminator=False, **kw)
+        gonly = train_mqar(bb.lm, ids, lens, labels, stage1=s1, attrs=(0,), **kw)
         nodec = train_mqar(bb.lm, ids, lens, labels, decoders=False, **kw)
-        gonly = train_mqar(bb.lm, ids, lens, labels, attrs=(0,), **kw)
         out["timings"]["mqar_train_s"] = time.perf_counter() - t0
         out["mqar"] = {"MQAR": full, "w/o decoders": nodec, "w/o discriminator": nodisc, "gender-only": gonly}
         methods = [none, Method("MQAR", full.pre_attn), Method("MQAR w/o decoders", nodec.pre_attn),
@@ -220,10 +221,10 @@ def run_all(cfg, bb, data):
         # baselines: fitted on the same text, their one knob tuned on the validation split
         base_val = evaluate(bb, data, none, cfg.seed, val=True)["bias"]
         X, Y = inlp_data(bb, data["module_text"], cfg.rng("inlp"))
-        Pmax, _ = inlp(X, Y, max(cfg.inlp_grid), seed=cfg.seed)
+        Ps, _ = inlp_path(X, Y, max(cfg.inlp_grid), seed=cfg.seed)
         cands = []
         for k in cfg.inlp_grid:
-            P, _ = inlp(X, Y, k, seed=cfg.seed)
+            P = Ps[k - 1]
             cands.append((f"INLP {k} it.", Method("INLP", final=projection_edit(P), info={"n_iter": k})))
         m_inlp, tab_i = tune(bb, data, float(base_val["LMS"].mean()), cands)
         diffs = sd_diffs(bb, data["module_text"], cfg.rng("sentdebias"))
@@ -298,7 +299,7 @@ def attention_maps(bb, pairs, methods, layer=None):
     return out
 
 
-def efficiency(bb, mq, data, repeats=30):
+def efficiency(bb, mq, data, repeats=20):
     """Parameters of the backbone and of MQAR's modules, and forward latency with / without them measured
     interleaved (ratio of medians over ``repeats`` alternating calls on one batch)."""
     ids, _, _ = bb.encode(data["module_text"][:128])

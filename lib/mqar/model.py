@@ -92,8 +92,9 @@ class TinyGPT2:
         return int(sum(v.numel() for k, v in self.p.items() if not k.endswith("attn.bias")
                        and not k.endswith("masked_bias") and k != "lm_head.weight"))
 
-    def hidden(self, ids, pre_attn=None, final=None):
-        """The final normalised states ``[B, T, d]`` (after ``final``)."""
+    def hidden(self, ids, pre_attn=None, final=None, stop_after=None):
+        """The final normalised states ``[B, T, d]`` (after ``final``); with ``stop_after = i``, the forward stops
+        right after ``pre_attn(i, .)`` and returns None (MQAR's training needs nothing beyond it)."""
         p, B, T = self.p, ids.shape[0], ids.shape[1]
         h = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][:T]
         nh, hd = self.n_head, self.d // self.n_head
@@ -102,6 +103,8 @@ class TinyGPT2:
             x = _ln(h, p[q + "ln_1.weight"], p[q + "ln_1.bias"])
             if pre_attn is not None:
                 x = pre_attn(i, x)
+            if stop_after is not None and i == stop_after:
+                return None
             qkv = x @ p[q + "attn.c_attn.weight"] + p[q + "attn.c_attn.bias"]
             qq, kk, vv = (t.view(B, T, nh, hd).transpose(1, 2) for t in qkv.split(self.d, dim=-1))
             a = F.scaled_dot_product_attention(qq, kk, vv, is_causal=True).transpose(1, 2).reshape(B, T, self.d)
@@ -136,6 +139,10 @@ class TinyGPT2:
         return out["a"]
 
 
+class _Stop(Exception):
+    """Raised by a hook to end a hub model's forward early."""
+
+
 class HubLM:
     """The same interface over a hub causal LM (GPT-2-family blocks with ``ln_1``, or Llama-family
     ``input_layernorm``): hooks on the attention's LayerNorm and on the final norm."""
@@ -159,15 +166,24 @@ class HubLM:
     def n_params(self):
         return int(sum(q.numel() for q in self.model.parameters()))
 
-    def hidden(self, ids, pre_attn=None, final=None):
+    def hidden(self, ids, pre_attn=None, final=None, stop_after=None):
         hs = []
+
+        def at(i, out):
+            new = pre_attn(i, out)
+            if stop_after is not None and i == stop_after:
+                raise _Stop
+            return new
+
         if pre_attn is not None:
             for i, n in enumerate(self.norms):
-                hs.append(n.register_forward_hook(lambda mod, inp, out, i=i: pre_attn(i, out)))
+                hs.append(n.register_forward_hook(lambda mod, inp, out, i=i: at(i, out)))
         if final is not None and self.fnorm is not None:
             hs.append(self.fnorm.register_forward_hook(lambda mod, inp, out: final(out)))
         try:
             out = self.model(input_ids=ids, output_hidden_states=True)
+        except _Stop:
+            return None
         finally:
             for h in hs:
                 h.remove()
