@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch  # noqa: F401  (imported before config() runs, so that lib.common's seeding also seeds torch)
 
 from lib.common import check_bool, check_float, check_int, check_path, make_config
+from lib.common.tiny_lm import resolve_pretrained
 from lib.common.userfiles import UserFileLoader, check_user_file
 
 from .data import CROWS_EXPECTED
@@ -63,15 +64,12 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", model_name=None, d
     data_path = check_path("data_path", data_path)
     if data_path is not None:
         check_user_file(LOADERS["data_path"], data_path)
-    if pretrained and model_name:
-        raise ValueError("parameter 'pretrained' got True together with model_name; the shipped checkpoint is the "
-                         "tiny GPT-2: set pretrained = None with a hub model")
-    use_ckpt = (mode == "quick") if pretrained is None else bool(pretrained)
-    if use_ckpt and not model_name and float(bias_strength) != 0.9:
+    use_ckpt = resolve_pretrained(mode, pretrained, model_name)
+    if use_ckpt and float(bias_strength) != 0.9:
         raise ValueError(f"parameter 'bias_strength' got {bias_strength}; the shipped checkpoint was trained with "
                          f"0.9: use 0.9, or pretrained = False to train the backbone here with another strength")
     return make_config(SLUG, mode=mode, seed=seed, out_dir=out_dir, device=device, sizes=SIZES, verbose=verbose,
-                       model_name=model_name, data_path=data_path, pretrained=use_ckpt and not model_name,
+                       model_name=model_name, data_path=data_path, pretrained=use_ckpt,
                        bias_strength=float(bias_strength), n_items=n_items, stage1_steps=stage1_steps,
                        stage2_steps=stage2_steps, beta=float(beta), lr=float(lr), batch=int(batch), latent=latent,
                        levels=int(levels))

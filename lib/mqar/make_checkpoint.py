@@ -9,13 +9,12 @@ whose recipe differs from :data:`lib.mqar.model.RECIPE`.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 
-import numpy as np
 import torch
 
 from lib.common import data_dir, update_provenance
+from lib.common.tiny_lm import checkpoint_provenance
 
 from .model import CKPT_NAME, RECIPE, SLUG, load_checkpoint, save_checkpoint, train_backbone
 
@@ -30,11 +29,8 @@ def main(argv=None) -> None:
     file = data_dir(SLUG) / CKPT_NAME
     entry = save_checkpoint(model, tok, file, recipe)
     load_checkpoint(file)
-    prov = {CKPT_NAME: dict(entry, recipe=recipe, command="python -m lib.mqar.make_checkpoint",
-                            torch=torch.__version__, python=platform.python_version(),
-                            train_seconds=round(seconds, 1), final_loss=round(float(np.mean(log.losses[-50:])), 4),
-                            loss_every_100=[round(x, 4) for x in log.losses[::100]])}
-    update_provenance(file.parent, prov)
+    update_provenance(file.parent, {CKPT_NAME: checkpoint_provenance(
+        entry, recipe, command="python -m lib.mqar.make_checkpoint", losses=log.losses, train_seconds=seconds)})
     print(f"wrote {file} ({entry['bytes']} bytes, sha256 {entry['sha256']})")
 
 
