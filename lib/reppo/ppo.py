@@ -217,8 +217,9 @@ def _ppo_update(agent: PpoAgent, opt: Adam, data: dict, hp: PpoHP, g: torch.Gene
     sums = torch.zeros(3)
     for _ in range(hp.epochs):
         perm = torch.randperm(n, generator=g)
+        shuffled = {k: v[perm] for k, v in flat.items()}  # one gather per epoch; minibatches are views of it
         for j in range(hp.minibatches):
-            b = {k: v[perm[j * mb:(j + 1) * mb]] for k, v in flat.items()}
+            b = {k: v[j * mb:(j + 1) * mb] for k, v in shuffled.items()}
             mean, log_std = agent.dist(b["obs"])
             logp = gaussian_log_prob(b["act"], mean, log_std)
             adv = (b["adv"] - b["adv"].mean()) / (b["adv"].std() + 1e-8)

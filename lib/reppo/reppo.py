@@ -194,9 +194,9 @@ class Reppo:
         sums = torch.zeros(5)
         for _ in range(hp.epochs):
             perm = torch.randperm(n, generator=self.g)
+            shuffled = {k: v[perm] for k, v in flat.items()}  # one gather per epoch; minibatches are views of it
             for j in range(hp.minibatches):
-                idx = perm[j * mb:(j + 1) * mb]
-                b = {k: v[idx] for k, v in flat.items()}
+                b = {k: v[j * mb:(j + 1) * mb] for k, v in shuffled.items()}
                 closs, vloss, aux = self.critic_loss(b)
                 aloss, kl, entropy = self.actor_loss(b["obs"])
                 self.critic_opt.zero_grad()
