@@ -143,7 +143,7 @@ def test_config_refuses_bad_parameters_by_name():
 
     for kw, name in [({"n1": 0}, "n1"), ({"target": "B"}, "target"), ({"k": 7}, "k"), ({"lr_mix": -1}, "lr_mix"),
                      ({"model_name": "gpt2"}, "model_name"), ({"target_set": "x"}, "target_set"),
-                     ({"proxy_embd": 48}, "proxy_embd")]:
+                     ({"proxy_embd": 48}, "proxy_embd"), ({"mode": "full", "n_proxies": 4}, "n_proxies")]:
         with pytest.raises(ValueError, match=name):
             paper.config(verbose=False, out_dir="/tmp/fastmix_test", **kw)
 
@@ -161,3 +161,129 @@ def test_tinygpt_forward_equals_the_transformers_gpt2_it_is_built_from():
     assert torch.allclose(m.forward(x)[1], ref, atol=1e-5)  # make_proxy: the same seeded init
     with pytest.raises(ValueError, match="attn"):
         mx.make_proxy(50, 2, 64, 12, 3, attn="flash")
+
+
+def test_regmix_fit_recovers_the_minimiser_of_a_known_loss_and_stays_on_the_simplex():
+    rng = np.random.default_rng(0)
+    star = np.array([0.6, 0.3, 0.1])
+    mixes = mx.dirichlet_candidates(3, 300, rng)
+    losses = ((mixes - star) ** 2).sum(1)
+    a = mx.regmix_fit(mixes, losses, np.random.default_rng(1), n_candidates=20_000)
+    assert a.shape == (3,) and (a >= 0).all() and np.isclose(a.sum(), 1)
+    assert np.abs(a - star).sum() < 0.15
+    with pytest.raises(ValueError, match="regmix_fit"):
+        mx.regmix_fit(mixes[:1], losses[:1], rng)
+
+
+def test_fastmix_search_starts_from_z0():
+    smp, _ = _sampler()
+    val = mx.stream_rows(torch.randint(1, 40, (100,), generator=torch.Generator().manual_seed(5)), 6, 8, 0)
+    z0 = np.array([1.0, -1.0, 0.5])
+    res = mx.fastmix_search(_model(), smp, val, steps=6, n1=3, lr_mix=0.1, per_source=2, z0=z0)
+    assert np.allclose(res.trajectory[0], mx.softmax(z0)) and res.outer_steps == [0, 3, 6]
+    assert not np.allclose(res.trajectory[-1], res.trajectory[0])
+
+
+def _tiny_full():
+    """A full-mode config at toy sizes and a 3-source Setup of random streams (no corpus, no tokenizer)."""
+    import lib.fastmix as paper
+    from lib.fastmix import experiments as ex
+
+    cfg = paper.config(mode="full", verbose=False, out_dir="/tmp/fastmix_test", seq_len=8, per_source=2,
+                       proxy_steps=10, n1=5, proxy_layers=1, proxy_embd=32, n_proxies=10, target_steps=10)
+    g = torch.Generator().manual_seed(0)
+    V = 40
+    streams = [torch.randint(1, V, (300,), generator=g), torch.arange(1, 39).repeat(8), None]
+    val = mx.stream_rows(torch.arange(1, 39).repeat(4), 6, 8, 1)
+    test = mx.stream_rows(torch.arange(1, 39).repeat(4), 6, 8, 2)
+    setup = ex.Setup(None, None, V, ["doc_a", "code", "noise"], streams, val, test, {}, {})
+    rng = np.random.default_rng(0)
+    search = {"RegMix-lite": dict(mixtures=mx.dirichlet_candidates(3, 10, rng), losses=rng.uniform(3, 4, 10))}
+    return cfg, setup, search
+
+
+def test_ablation_changes_one_knob_at_a_time_and_counts_outer_steps():
+    from lib.fastmix import experiments as ex
+
+    cfg, setup, _ = _tiny_full()
+    abl = ex.ablation(cfg, setup, variants=(("n1", 1), ("n1", 5), ("n1", 10), ("n2", 2), ("lam", 1.0)))
+    assert list(abl.knob) == ["base", "n1", "n1", "n2", "lam"]  # n1 = 5 is the run's own value: not repeated
+    assert (abl.outer_steps == cfg.proxy_steps // abl.n1).all() and (abl.proxy_steps == cfg.proxy_steps).all()
+    other = abl[abl.knob != "base"]
+    for r in other.itertuples():  # exactly the named knob differs from the base row
+        diff = [k for k in ("n1", "n2", "lam", "beta") if getattr(r, k) != abl.loc[0, k]]
+        assert diff == [r.knob]
+    assert abl.loc[abl.knob == "n2", "passes"].iloc[0] > abl.loc[0, "passes"]  # unrolled: more passes per z step
+    assert np.isfinite(abl.target_loss).all()
+    with pytest.raises(ValueError, match="knob"):
+        ex.ablation(cfg, setup, variants=(("lr", 1.0),))
+    quick = __import__("lib.fastmix", fromlist=["config"]).config(verbose=False, out_dir="/tmp/fastmix_test")
+    assert ex.ablation(quick, setup) is None and ex.robustness(quick, setup, {}) is None  # full-mode figures
+
+
+def test_robustness_uses_disjoint_regmix_blocks_and_distinct_z_inits():
+    from lib.fastmix import experiments as ex
+
+    cfg, setup, search = _tiny_full()
+    rob = ex.robustness(cfg, setup, search, n_runs=3)
+    fm, rm = rob[rob.method == "FastMix (head)"], rob[rob.method != "FastMix (head)"]
+    assert len(fm) == 3 and len(rm) == 3 and rm.method.iloc[0] == "RegMix-lite (m = 3)"
+    assert (rm.proxy_steps == 3 * cfg.proxy_steps).all() and (fm.proxy_steps == cfg.proxy_steps).all()
+    z = np.stack(fm.z0_alpha.to_numpy())
+    assert not np.allclose(z[0], z[1])
+    for a in rob.alpha:
+        assert np.isclose(a.sum(), 1) and (a >= 0).all()
+    # block j refits exactly proxies 3j..3j+2
+    want = mx.regmix_fit(search["RegMix-lite"]["mixtures"][3:6], search["RegMix-lite"]["losses"][3:6],
+                         cfg.rng("regmix-seed1"), seed=cfg.seed + 1)
+    assert np.allclose(rm.alpha.iloc[1], want)
+    with pytest.raises(ValueError, match="proxies per seed"):
+        ex.robustness(cfg, setup, search, n_runs=6)
+
+
+def test_c5_values_read_the_right_rows():
+    import pandas as pd
+    from lib.fastmix import experiments as ex
+
+    abl = pd.DataFrame(dict(knob=["base", "n1", "n1", "n1", "n2", "lam"], n1=[10, 1, 20, 50, 10, 10],
+                            n2=[1, 1, 1, 1, 5, 1], lam=[0, 0, 0, 0, 0, 1.0], beta=[0.0] * 6,
+                            target_loss=[3.0, 3.3, 2.9, 3.2, 3.1, 2.0]))
+    rob = pd.DataFrame(dict(method=["FastMix (head)"] * 3 + ["RegMix-lite (m = 12)"] * 3,
+                            target_loss=[3.0, 3.1, 3.2, 3.0, 3.2, 3.4]))
+    v = ex.c5_values(abl, rob)
+    assert v["c5a"] == pytest.approx(3.0 / 3.1) and v["c5b"] == pytest.approx(2.9 / 3.2)  # lam row ignored
+    assert v["c5c"] == pytest.approx(0.5)
+
+
+def test_doremi_update_is_exponentiated_gradient_with_smoothing():
+    a = np.array([0.5, 0.3, 0.2])
+    exc = np.array([0.0, 1.0, 2.0])
+    raw = a * np.exp(0.7 * exc)
+    want = 0.9 * raw / raw.sum() + 0.1 / 3
+    assert np.allclose(mx.doremi_update(a, exc, 0.7, 0.1), want)
+    assert np.allclose(mx.doremi_update(a, exc, 0.0, 0.0), a)  # eta = 0: weights unchanged
+
+
+def test_doremi_weights_stay_on_the_simplex_and_up_weight_the_domain_with_excess_loss():
+    smp, _ = _sampler()
+    ref = _model(seed=1)
+    res = mx.doremi(ref, _model(seed=2), smp, steps=8, ref_steps=30, lr=1e-2, eta=1.0, smoothing=1e-3, per_source=3)
+    assert res.trajectory.shape == (8, 3) and res.proxy_steps == 38 and res.passes == 46
+    assert np.allclose(res.trajectory.sum(1), 1) and (res.trajectory >= 1e-3 / 3 - 1e-12).all()
+    assert np.allclose(res.alpha, res.trajectory.mean(0))
+    # source 1 (a fixed cycle) is learnt by the 30-step reference, so a fresh proxy's excess loss there is largest
+    assert int(np.argmax(res.alpha)) == 1 and res.alpha[1] > 1 / 3
+    flat = mx.doremi(_model(seed=1), _model(seed=2), _sampler()[0], steps=4, ref_steps=2, eta=0.0, smoothing=0.0,
+                     per_source=2)
+    assert np.allclose(flat.trajectory, 1 / 3)
+
+
+def test_run_search_adds_doremi_in_full_mode_only_and_counts_its_steps():
+    from lib.fastmix import experiments as ex
+
+    cfg, setup, _ = _tiny_full()
+    out = ex.run_search(cfg, setup)
+    assert list(out) == ["uniform", "FastMix (head)", "FastMix (full)", "RegMix-lite", "DoReMi"]
+    assert out["DoReMi"]["proxy_steps"] == 2 * cfg.proxy_steps  # reference + Group-DRO proxy
+    assert out["RegMix-lite"]["proxy_steps"] == cfg.n_proxies * cfg.proxy_steps == 10 * out["FastMix (head)"]["proxy_steps"]
+    assert np.isclose(out["DoReMi"]["alpha"].sum(), 1)

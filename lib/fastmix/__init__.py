@@ -2,7 +2,7 @@
 
 Modules: ``data`` (stdlib docstring families, code, templated English, arithmetic, noise; the Pile-style JSONL
 reader), ``mixture`` (sampler, alpha-weighted loss, one-step and unrolled hypergradients, the FastMix search,
-RegMix-lite, training on a mixture), ``experiments`` (one function per figure), ``plots``, ``make_data`` (regenerates
+RegMix-lite, DoReMi, training on a mixture), ``experiments`` (one function per figure), ``plots``, ``make_data`` (regenerates
 the shipped stdlib texts).
 """
 from __future__ import annotations
@@ -25,7 +25,10 @@ SIZES = {
     "quick": dict(k=6, seq_len=32, per_source=4, n1=4, proxy_steps=80, n_proxies=4, target_steps=50,
                   target_layers=2, target_embd=64, n_val_rows=32, n_eval_rows=64, lemma_pool=24, lemma_warm_steps=20,
                   lemma_per_source=8),
-    "full": dict(k=10, seq_len=64, per_source=8, n1=10, proxy_steps=1000, n_proxies=64, target_steps=1500, target_layers=4, target_embd=128,
+    # full: sized from per-step CPU times (58 ms per proxy step, 240 ms per 4x128 step at seq_len 32) to about an
+    # hour in all (64 RegMix-lite proxies x 400 steps: ~25 min; 5 evaluation models x 800 steps: ~16 min; F5, F6)
+    "full": dict(k=10, seq_len=32, per_source=8, n1=10, proxy_steps=400, n_proxies=64, target_steps=800,
+                 target_layers=4, target_embd=128,
                  n_val_rows=64, n_eval_rows=256, lemma_pool=128, lemma_warm_steps=200,
                  lemma_per_source=8),
 }
@@ -59,6 +62,9 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", data_path=None, ta
         raise ValueError(f"parameter 'k' got {k}; allowed: None (the mode's), 6 or 10")
     check_int("proxy_steps", proxy_steps, lo=10, allow_none=True)
     check_int("n_proxies", n_proxies, lo=2, allow_none=True)
+    if mode == "full" and n_proxies is not None and n_proxies < 10:
+        raise ValueError(f"parameter 'n_proxies' got {n_proxies}; allowed in full mode: >= 10 (Figure 6 splits the "
+                         "RegMix-lite proxies into 5 seeds of >= 2)")
     check_int("target_steps", target_steps, lo=10, allow_none=True)
     data_path = check_path("data_path", data_path)
     if data_path is not None:

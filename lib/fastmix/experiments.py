@@ -61,15 +61,17 @@ def sampler(cfg, setup, name):
     return mx.MixtureSampler(setup.streams, cfg.seq_len, setup.vocab_size, int(cfg.rng(name).integers(2**31)))
 
 
-def proxy(cfg, setup, name, size="proxy"):
+def proxy(cfg, setup, name, size="proxy", n2=None):
     n_layer, n_embd = (cfg.proxy_layers, cfg.proxy_embd) if size == "proxy" else (cfg.target_layers, cfg.target_embd)
+    n2 = cfg.n2 if n2 is None else n2
     return mx.make_proxy(setup.vocab_size, n_layer, n_embd, cfg.seq_len, int(cfg.rng("init/" + name).integers(2**31)),
-                         attn="eager" if cfg.n2 > 1 else "sdpa")  # double backward through eager attention
+                         attn="eager" if n2 > 1 else "sdpa")  # double backward through eager attention
 
 
 @limit_threads(1)
 def run_search(cfg, setup):
-    """FastMix (head-only and full one-step hypergradient), RegMix-lite and uniform: the mixtures and their costs."""
+    """FastMix (head-only and full one-step hypergradient), RegMix-lite, uniform and (full mode) DoReMi: the mixtures
+    and their costs."""
     k = len(setup.names)
     out = {"uniform": dict(alpha=np.full(k, 1 / k), proxy_steps=0, passes=0, trajectory=None)}
     for head_only, name in ((True, "FastMix (head)"), (False, "FastMix (full)")):
@@ -83,6 +85,11 @@ def run_search(cfg, setup):
                         n_rows=cfg.per_source * k, seed=cfg.seed)
     out["RegMix-lite"] = dict(alpha=rm.alpha, proxy_steps=rm.proxy_steps, passes=rm.passes, trajectory=None,
                               mixtures=rm.mixtures, losses=rm.losses)
+    if cfg.mode == "full":  # DoReMi in full mode only (as the issue): a reference and a proxy of proxy_steps each
+        dr = mx.doremi(proxy(cfg, setup, "doremi-ref", n2=1), proxy(cfg, setup, "doremi", n2=1),
+                       sampler(cfg, setup, "doremi"), steps=cfg.proxy_steps, lr=cfg.lr, per_source=cfg.per_source)
+        out["DoReMi"] = dict(alpha=dr.alpha, proxy_steps=dr.proxy_steps, passes=dr.passes, trajectory=None,
+                             doremi_trajectory=dr.trajectory)
     return out
 
 
@@ -182,3 +189,100 @@ def c4_values(setup, alpha):
     noise = float(a[names.index("noise")]) if "noise" in names else float("nan")
     top = names[int(np.argmax(a))]
     return noise, top, top in DOC_SOURCES
+
+
+# ---------------------------------------------------------------- full-mode figures F5 (ablation), F6 (robustness)
+# one knob changed at a time from the run's (n1, n2, lam, beta), as the paper's ablation tables
+ABLATION = (("n1", 1), ("n1", 5), ("n1", 10), ("n1", 20), ("n1", 50), ("n2", 5), ("lam", 1e-5), ("lam", 1.0),
+            ("beta", 0.1), ("beta", 0.3))
+
+
+def score_mixture(cfg, setup, alpha):
+    """The read-out of F5 and F6: a fresh proxy-size model (the same init and batch stream for every mixture: common
+    random numbers) trained ``cfg.proxy_steps`` steps on rows sampled from Cat(alpha); its target test loss."""
+    model = proxy(cfg, setup, "score", n2=1)
+    mx.train_on_mixture(model, sampler(cfg, setup, "score"), alpha, steps=cfg.proxy_steps, lr=cfg.lr,
+                        n_rows=cfg.per_source * len(setup.names))
+    return mx.eval_loss(model, setup.test_x)
+
+
+def _search(cfg, setup, name, *, n1, n2, lam, beta, z0=None):
+    return mx.fastmix_search(proxy(cfg, setup, name, n2=n2), sampler(cfg, setup, name), setup.val_x,
+                             steps=cfg.proxy_steps, n1=n1, n2=n2, lr=cfg.lr, lr_mix=cfg.lr_mix, lam=lam, beta=beta,
+                             head_only=True, per_source=cfg.per_source, z0=z0)
+
+
+@limit_threads(1)
+def ablation(cfg, setup, variants=ABLATION, force=False):
+    """F5 (the paper's ablation tables): FastMix (head-only) with one of n1, n2, lam, beta changed at a time from the
+    run's values (row knob "base": the run's own), every search on the same proxy init and batch stream, each mixture
+    scored by :func:`score_mixture`. A full-mode figure: returns None in quick mode unless ``force``."""
+    if cfg.mode == "quick" and not force:
+        return None
+    base = dict(n1=cfg.n1, n2=cfg.n2, lam=cfg.lam, beta=cfg.beta)
+    rows, seen = [], set()
+    for knob, value in (("base", None),) + tuple(variants):
+        if knob not in ("base", *base):
+            raise ValueError(f"ablation knob {knob!r}; allowed: {list(base)}")
+        kw = dict(base) if knob == "base" else {**base, knob: value}
+        key = tuple(kw.values())
+        if key in seen:  # a variant equal to the run's own setting
+            continue
+        seen.add(key)
+        res = _search(cfg, setup, "fastmix", **kw)
+        rows.append(dict(knob=knob, value=float(kw[knob]) if knob != "base" else float("nan"), **kw,
+                         target_loss=score_mixture(cfg, setup, res.alpha), proxy_steps=res.proxy_steps,
+                         passes=res.passes, outer_steps=len(res.outer_steps) - 1,
+                         **{f"a[{s}]": float(a) for s, a in zip(setup.names, res.alpha)}))
+    return pd.DataFrame(rows)
+
+
+@limit_threads(1)
+def robustness(cfg, setup, search, n_runs=5, z_scale=1.0, force=False):
+    """F6 (the paper's initialisation study): ``n_runs`` FastMix (head-only) searches from random z0 ~ N(0, z_scale^2)
+    (each with its own proxy init and batch stream) vs ``n_runs`` RegMix-lite seeds. The RegMix-lite seeds are
+    disjoint blocks of m = M // n_runs of the run's M proxies (each proxy has its own Dirichlet mixture and init, so
+    the blocks are independent RegMix-lite runs with m proxies), each refitted with its own regressor seed and
+    candidates. Every mixture is scored by :func:`score_mixture`. Returns None in quick mode unless ``force``."""
+    if cfg.mode == "quick" and not force:
+        return None
+    rm = search["RegMix-lite"]
+    M = len(rm["losses"])
+    m = M // n_runs
+    if m < 2:
+        raise ValueError(f"robustness needs >= 2 RegMix-lite proxies per seed; have {M} proxies for {n_runs} runs")
+    k, rng, rows = len(setup.names), cfg.rng("zinit"), []
+    for j in range(n_runs):
+        z0 = rng.normal(0.0, z_scale, size=k)
+        res = _search(cfg, setup, f"fastmix-init{j}", n1=cfg.n1, n2=cfg.n2, lam=cfg.lam, beta=cfg.beta, z0=z0)
+        rows.append(dict(method="FastMix (head)", run=j, proxy_steps=res.proxy_steps, alpha=res.alpha,
+                         z0_alpha=mx.softmax(z0)))
+    for j in range(n_runs):
+        idx = np.arange(j * m, (j + 1) * m)
+        alpha = mx.regmix_fit(rm["mixtures"][idx], rm["losses"][idx], cfg.rng(f"regmix-seed{j}"), seed=cfg.seed + j)
+        rows.append(dict(method=f"RegMix-lite (m = {m})", run=j, proxy_steps=m * cfg.proxy_steps, alpha=alpha,
+                         z0_alpha=None))
+    for r in rows:
+        r["target_loss"] = score_mixture(cfg, setup, r["alpha"])
+    df = pd.DataFrame(rows)
+    df.attrs["names"] = list(setup.names)
+    return df
+
+
+def c5_values(abl, rob):
+    """The numbers behind C5: (a) loss at n2 = 1 / loss at n2 = 5, (b) best loss at n1 in {10, 20} / best at n1 in
+    {1, 50}, (c) std of the target loss over FastMix's z-inits / over RegMix-lite's seeds (each <= its threshold when
+    the paper's direction holds). NaN where the run lacks the rows (e.g. a base n2 other than 1)."""
+    base = abl[abl.knob == "base"].iloc[0]
+    n1_rows = abl[abl.knob.isin(["base", "n1"])]  # n2, lam, beta at the run's values
+
+    def best(rows):
+        return float(rows.target_loss.min()) if len(rows) else float("nan")
+
+    n2_5 = best(abl[(abl.knob == "n2") & (abl.n2 == 5)])
+    fm = rob[rob.method == "FastMix (head)"].target_loss
+    rm = rob[rob.method != "FastMix (head)"].target_loss
+    return dict(c5a=(float(base.target_loss) if base.n2 == 1 else float("nan")) / n2_5,
+                c5b=best(n1_rows[n1_rows.n1.isin([10, 20])]) / best(n1_rows[n1_rows.n1.isin([1, 50])]),
+                c5c=float(fm.std(ddof=1) / rm.std(ddof=1)), std_fastmix=float(fm.std(ddof=1)),
+                std_regmix=float(rm.std(ddof=1)), mean_fastmix=float(fm.mean()), mean_regmix=float(rm.mean()))

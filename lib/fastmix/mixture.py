@@ -1,6 +1,6 @@
 """FastMix's machinery: the uniform-sampling sampler, the alpha-weighted loss (the reparameterisation lemma), the
 one-step hypergradient (head-only as in the official code, full as in the paper), n2-step unrolled hypergradients,
-the alternating search, RegMix-lite, and training/evaluating a model on a mixture.
+the alternating search, RegMix-lite, DoReMi (small form), and training/evaluating a model on a mixture.
 
 Counting: every method reports ``proxy_steps`` (optimizer steps of proxy models) and ``passes`` (forward+backward
 passes of a proxy, hypergradient and evaluation passes included).
@@ -345,9 +345,7 @@ class RegMixResult:
 def regmix_lite(proxy_factory, sampler, val_x, *, n_proxies, steps, rng, lr=3e-3, n_rows=48, n_candidates=100_000,
                 top=10, seed=0):
     """RegMix-lite: M proxies on Dirichlet mixtures, a GradientBoostingRegressor mixture -> target loss, the mean of
-    the top-``top`` predicted mixtures among ``n_candidates`` random simplex points."""
-    from sklearn.ensemble import GradientBoostingRegressor
-
+    the top-``top`` predicted mixtures among ``n_candidates`` random simplex points (:func:`regmix_fit`)."""
     k = sampler.k
     mixes = dirichlet_candidates(k, n_proxies, rng)
     losses = []
@@ -355,9 +353,76 @@ def regmix_lite(proxy_factory, sampler, val_x, *, n_proxies, steps, rng, lr=3e-3
         model = train_on_mixture(proxy_factory(m), sampler, mixes[m], steps=steps, lr=lr, n_rows=n_rows)
         losses.append(eval_loss(model, val_x))
     losses = np.array(losses)
+    alpha = regmix_fit(mixes, losses, rng, n_candidates=n_candidates, top=top, seed=seed)
+    return RegMixResult(alpha, mixes, losses, n_proxies * steps, n_proxies * (steps + 1))
+
+
+def regmix_fit(mixes, losses, rng, *, n_candidates=100_000, top=10, seed=0):
+    """RegMix-lite's read-out from (mixture, target loss) pairs: a GradientBoostingRegressor mixture -> loss, then
+    the mean of the ``top`` best-predicted of ``n_candidates`` Dirichlet(1) points of the simplex."""
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    mixes, losses = np.asarray(mixes, dtype=float), np.asarray(losses, dtype=float)
+    if mixes.ndim != 2 or len(mixes) != len(losses) or len(mixes) < 2:
+        raise ValueError(f"regmix_fit needs >= 2 (mixture, loss) pairs; got mixtures {mixes.shape}, losses "
+                         f"{losses.shape}")
     reg = GradientBoostingRegressor(n_estimators=100, max_depth=2, learning_rate=0.1, random_state=seed)
     reg.fit(mixes, losses)
-    cand = dirichlet_candidates(k, n_candidates, rng)
+    cand = dirichlet_candidates(mixes.shape[1], n_candidates, rng)
     best = np.argsort(reg.predict(cand))[:top]
     alpha = cand[best].mean(0)
-    return RegMixResult(alpha / alpha.sum(), mixes, losses, n_proxies * steps, n_proxies * (steps + 1))
+    return alpha / alpha.sum()
+
+
+# ---------------------------------------------------------------- DoReMi (Xie et al., 2023), small form
+def per_token_loss(logits, x):
+    """Next-token cross-entropy of every position (B, T)."""
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), x[:, 1:].reshape(-1), reduction="none")
+    return ce.view(x.shape[0], -1)
+
+
+def doremi_update(alpha, excess, eta, smoothing):
+    """One exponentiated-gradient step of DoReMi's domain weights: alpha' ∝ alpha * exp(eta * excess), then mixed
+    with uniform: (1 - smoothing) alpha' + smoothing / k."""
+    a = np.asarray(alpha, dtype=float) * np.exp(eta * (np.asarray(excess, dtype=float) - np.max(excess)))
+    a /= a.sum()
+    return (1 - smoothing) * a + smoothing / len(a)
+
+
+@dataclass
+class DoReMiResult:
+    alpha: np.ndarray  # the average of the per-step domain weights (DoReMi's read-out)
+    trajectory: np.ndarray  # (steps, k)
+    proxy_steps: int  # reference steps + proxy steps
+    passes: int
+
+
+def doremi(ref_model, proxy_model, sampler, *, steps, ref_steps=None, lr=3e-3, eta=1.0, smoothing=1e-3,
+           per_source=8):
+    """DoReMi: a reference model trained ``ref_steps`` steps on the uniform mixture; then a proxy trained by Group DRO
+    on uniformly sampled batches: each step, the per-domain excess loss lambda_i (token losses minus the reference's,
+    clipped at 0, averaged over domain i's tokens) moves the domain weights by ``doremi_update``, and the proxy takes
+    an AdamW step on sum_i alpha_i lambda_i. The mixture is the average weight over the steps. It never sees the
+    target: DoReMi optimises the worst-case excess loss over the training domains."""
+    k = sampler.k
+    ref_steps = steps if ref_steps is None else ref_steps
+    opt = _opt(ref_model, lr)
+    for _ in range(ref_steps):
+        x, _g = sampler.uniform(per_source)
+        _step(ref_model, opt, per_row_loss(hidden_and_logits(ref_model, x)[1], x).mean())
+    ref_model.eval()
+    alpha, traj, opt = np.full(k, 1 / k), [], _opt(proxy_model, lr)
+    for _ in range(steps):
+        x, group = sampler.uniform(per_source)
+        tok = per_token_loss(hidden_and_logits(proxy_model, x)[1], x)
+        with torch.no_grad():
+            ref_tok = per_token_loss(hidden_and_logits(ref_model, x)[1], x)
+        exc = (tok - ref_tok).clamp_min(0.0).mean(1)  # rows of one source have equal length: row means suffice
+        lam = source_means(exc.detach(), group, k)
+        alpha = doremi_update(alpha, lam.double().numpy(), eta, smoothing)
+        traj.append(alpha)
+        w = torch.as_tensor(alpha, dtype=exc.dtype)
+        _step(proxy_model, opt, (w * source_means(exc, group, k)).sum())
+    proxy_model.eval()
+    traj = np.array(traj)
+    return DoReMiResult(traj.mean(0), traj, ref_steps + steps, ref_steps + 2 * steps)

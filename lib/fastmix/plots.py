@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
-COLORS = {"uniform": "0.5", "FastMix (head)": "C0", "FastMix (full)": "C2", "RegMix-lite": "C3"}
+COLORS = {"uniform": "0.5", "FastMix (head)": "C0", "FastMix (full)": "C2", "RegMix-lite": "C3", "DoReMi": "C4"}
 
 
 def loss_vs_cost(summary, title):
@@ -77,4 +78,49 @@ def lemma(df, title):
     ax.set_ylabel("relative L2 difference of mean LM-head gradients")
     ax.set_title(title)
     ax.legend(fontsize=7)
+    return fig
+
+
+def ablation(abl, title):
+    """F5 (the paper's ablation tables): target test loss of each variant's mixture, one panel per knob; the run's own
+    setting as a dashed line."""
+    knobs = [k for k in ("n1", "n2", "lam", "beta") if (abl.knob == k).any()]
+    base = abl[abl.knob == "base"].iloc[0]
+    fig, axes = plt.subplots(1, len(knobs), figsize=(3.2 * len(knobs), 3.2), squeeze=False, sharey=True)
+    for ax, k in zip(axes[0], knobs):
+        d = pd.concat([abl[abl.knob == k], abl[abl.knob == "base"]]).assign(v=lambda e: e[k].astype(float))
+        d = d.sort_values("v")
+        ax.bar([f"{v:g}" for v in d.v], d.target_loss, color=["C0" if r.knob == k else "0.6" for r in d.itertuples()])
+        ax.axhline(base.target_loss, color="k", ls="--", lw=0.8)
+        ax.set_xlabel(k + (" (grey: the run's value)" if k == knobs[0] else ""))
+        lo, hi = abl.target_loss.min(), abl.target_loss.max()
+        ax.set_ylim(lo - 0.6 * (hi - lo + 1e-3), hi + 0.3 * (hi - lo + 1e-3))
+    axes[0][0].set_ylabel("target test loss (nats/token)")
+    fig.suptitle(title)
+    return fig
+
+
+def robustness(rob, names, title):
+    """F6 (initialisation study): target test loss per run (left) and the mixtures found (right) for FastMix's random
+    z-inits and RegMix-lite's seeds."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw=dict(width_ratios=[1, 2.2]))
+    methods = list(dict.fromkeys(rob.method))
+    for j, m in enumerate(methods):
+        d = rob[rob.method == m]
+        a1.scatter(np.full(len(d), j) + np.linspace(-0.12, 0.12, len(d)), d.target_loss, color=f"C{j * 3}", zorder=3)
+        a1.errorbar([j + 0.3], [d.target_loss.mean()], yerr=[d.target_loss.std(ddof=1)], fmt="k_", capsize=4)
+        A = np.stack(d.alpha.to_numpy())
+        xs = np.arange(len(names)) + (j - 0.5) * 0.4
+        a2.boxplot(A, positions=xs, widths=0.35, patch_artist=True, boxprops=dict(facecolor=f"C{j * 3}", alpha=0.5),
+                   medianprops=dict(color="k"), showfliers=True)
+    a1.set_xticks(range(len(methods)), [m.replace(" (", "\n(") for m in methods])
+    a1.set_xlim(-0.5, len(methods) - 0.3)
+    a1.set_ylabel("target test loss (nats/token)")
+    a1.set_title("per run (bar: mean +- std)")
+    a2.set_xticks(np.arange(len(names)), names, rotation=30, ha="right")
+    a2.set_ylabel("mixture weight alpha_i")
+    a2.set_title("mixtures across runs")
+    a2.legend([plt.Rectangle((0, 0), 1, 1, color=f"C{j * 3}", alpha=0.5) for j in range(len(methods))], methods,
+              fontsize=7)
+    fig.suptitle(title)
     return fig
