@@ -191,3 +191,17 @@ def test_read_jsonl_numbers_lines_and_refuses_bad_ones(tmp_path):
     p.write_text("\n  \n", encoding="utf-8")
     with pytest.raises(UserFileError, match="blank"):
         read_jsonl("data_path", p)
+
+
+def test_text_csv_frame_quoted_fields_ragged_records_and_fixed_delimiter(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text('id,text,label\n0,"one, two",a\n1,"multi\nline",b\n')
+    frame = read_csv_frame("data_path", p, expected="csv", required=["text"], numeric=False)
+    assert frame["text"].tolist() == ["one, two", "multi\nline"] and frame["label"].tolist() == ["a", "b"]
+    p.write_text('id,text,label\n0,"one, two",a\n1,short\n')
+    with pytest.raises(UserFileError, match="'data_path'.*line 3: 2 fields where the header has 3"):
+        read_csv_frame("data_path", p, expected="csv", numeric=False)
+    p.write_text("id;text;label\n0;x;a\n")
+    assert read_csv_frame("data_path", p, expected="csv", required=["text"], numeric=False)["text"].tolist() == ["x"]
+    with pytest.raises(UserFileError, match="no column.*'text'"):
+        read_csv_frame("data_path", p, expected="csv", required=["text"], numeric=False, delimiter=",")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -13,6 +14,15 @@ from lib.mqar.metrics import crows_score, fped_fned, gap_closed, ss_lms_icat, wi
 from lib.mqar.model import (RECIPE, Backbone, TinyGPT2, load_checkpoint, pair_scores, sentence_scores,
                             shared_suffix, token_logprobs)
 from lib.mqar.mqar import Identity, QRModule, train_mqar
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """Tiny models run far faster single-threaded on a shared machine (torch's pool oversubscribes it)."""
+    from lib.common import limit_threads
+
+    with limit_threads(1):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -197,3 +207,87 @@ def test_gender_only_variant_shares_stage1_and_plays_against_its_own_discriminat
     with pytest.raises(ValueError, match="attrs"):
         train_mqar(bb.lm, ids, lens, lab, steps1=3, steps2=1, batch=8, seed=0, stage1=s1, attrs=(1,))
     assert bb.lm.hidden(torch.as_tensor(ids[:2]), pre_attn=lambda i, x: x, stop_after=0) is None
+
+
+def _tiny_random_gpt2(seed=0):
+    """A randomly initialised transformers GPT2LMHeadModel built offline from a config (nothing downloaded)."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(seed)
+    cfg = GPT2Config(vocab_size=97, n_layer=2, n_embd=32, n_head=4, n_positions=24, resid_pdrop=0.0,
+                     embd_pdrop=0.0, attn_pdrop=0.0)
+    return GPT2LMHeadModel(cfg).eval()
+
+
+def test_hub_lm_hooks_identity_leaves_logits_unchanged_and_sit_where_the_fast_forward_puts_them():
+    from lib.mqar.model import HubLM
+
+    model = _tiny_random_gpt2()
+    hub = HubLM(model, "tiny-random-gpt2")
+    ids = torch.randint(0, 97, (3, 11), generator=torch.Generator().manual_seed(2))
+    ident = Identity()
+    with torch.no_grad():
+        ref = model(input_ids=ids).logits
+        base = hub.logits_of(hub.hidden(ids))
+        hooked = hub.logits_of(hub.hidden(ids, pre_attn=lambda i, x: ident(x)[0], final=lambda h: h))
+        assert torch.allclose(ref, base, atol=1e-5) and torch.equal(base, hooked)
+        # a real edit at the hook changes the logits, and equals the same edit in the torch-only forward (same
+        # hook point: the LayerNorm-ed attention input; same final-state edit)
+        edit, fin = (lambda i, x: 0.5 * x + 0.1 * i), (lambda h: h.flip(-1))
+        e_hub = hub.logits_of(hub.hidden(ids, pre_attn=edit, final=fin))
+        fast = TinyGPT2.from_hf(model)
+        e_fast = fast.logits_of(fast.hidden(ids, pre_attn=edit, final=fin))
+    assert not torch.allclose(base, e_hub, atol=1e-3)
+    assert torch.allclose(e_hub, e_fast, atol=1e-4)
+    assert hub.hidden(ids, pre_attn=lambda i, x: x, stop_after=0) is None
+    assert all(not p.requires_grad for p in model.parameters())  # the backbone is frozen
+
+
+def test_bias_sweep_on_a_tiny_config(monkeypatch):
+    import dataclasses
+
+    from lib.mqar import experiments as ex
+    from lib.mqar import model as M
+
+    cfg = config(mode="quick", pretrained=False, n_items=20, stage1_steps=2, stage2_steps=1, batch=8, verbose=False)
+    cfg = dataclasses.replace(cfg, params={**cfg.params, "lm_steps": 3, "lm_layers": 1, "lm_width": 32,
+                                           "lm_sentences": 300, "n_module_text": 48})
+    trained = []
+    real = M.train_backbone
+    monkeypatch.setattr(M, "train_backbone", lambda r, **kw: trained.append(r["bias_strength"]) or real(r, **kw))
+    given = pd.DataFrame({"group": list(D.GROUPS), "SS": [90.0, 80.0, 70.0], "CP": [95.0, 85.0, 75.0],
+                          "LMS": [99.0] * 3, "ICAT": [10.0] * 3})
+    mq = given.assign(SS=[50.0, 56.0, 70.0], CP=[45.0, 85.0, 60.0])
+    long, closed = ex.bias_sweep(cfg, strengths=(0.6, 0.9), reuse=(0.9, given, mq))
+    assert trained == [0.6]  # one backbone trained, at the swept strength; the main run's strength is reused
+    assert len(long) == 2 * 2 * 3 and set(long["method"]) == {"none", "MQAR"}
+    c9 = closed[closed.strength == 0.9].set_index("cell")["closed"]
+    assert c9["SS gender"] == pytest.approx(1.0) and c9["SS group"] == pytest.approx(0.8)
+    assert c9["SS gender x group"] == pytest.approx(0.0) and c9["CP gender"] == pytest.approx(1 - 5 / 45)
+    assert np.isfinite(closed[closed.strength == 0.6]["none"]).all()
+    with pytest.raises(ValueError, match="strength"):
+        ex.bias_sweep(cfg, strengths=(0.3,))
+
+
+def test_caches_return_what_a_fresh_computation_returns(bb):
+    from lib.mqar.baselines import projection_edit
+
+    samples = D.corpus(12, 0.9, rng_for(3, "cache"))
+    ids, lens, lab = bb.encode(samples)
+    again = bb.encode(list(samples))  # a new list of the same samples: served from the cache
+    fresh = D.encode_labeled(bb.tok, samples, max_len=32)
+    assert all(a is b for a, b in zip(again, (ids, lens, lab)))
+    assert all(np.array_equal(a, b) for a, b in zip(fresh, (ids, lens, lab)))
+    assert not np.array_equal(bb.encode(samples[:6])[0][:6], bb.encode(samples[6:])[0][:6])
+    P = np.eye(bb.lm.d)
+    P[0, 0] = 0.0  # drop one coordinate of the final state
+    edit = projection_edit(P)
+    plain, edited = sentence_scores(bb.lm, ids, lens), sentence_scores(bb.lm, ids, lens, final=edit)
+    with bb.lm.caching():
+        c_plain = sentence_scores(bb.lm, ids, lens)
+        c_edit = sentence_scores(bb.lm, ids, lens, final=edit)  # the edit is applied to the cached states
+        c_hook = sentence_scores(bb.lm, ids, lens, pre_attn=lambda i, x: 0.5 * x)  # hooked forwards never cached
+        assert len(bb.lm._cache) == 1
+    assert bb.lm._cache is None
+    assert np.array_equal(plain, c_plain) and np.array_equal(edited, c_edit) and not np.allclose(plain, c_edit)
+    assert np.array_equal(c_hook, sentence_scores(bb.lm, ids, lens, pre_attn=lambda i, x: 0.5 * x))

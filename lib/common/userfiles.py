@@ -312,7 +312,11 @@ def _not_number(token: str) -> bool:
 
 def read_csv_frame(parameter: str, path, *, expected: str, required: Sequence[str] = (), numeric: bool = True,
                    **kwargs):
-    """A headed CSV (comma, semicolon or tab) as a pandas DataFrame, checked like :func:`read_numeric_table`."""
+    """A headed CSV (comma, semicolon or tab) as a pandas DataFrame, checked like :func:`read_numeric_table`.
+
+    ``numeric=False`` reads text columns: quoted fields may hold the delimiter and newlines; ``delimiter`` fixes the
+    delimiter (else the one of comma, semicolon, tab that the header holds most of), and a record with more or fewer
+    fields than the header is refused with its line number."""
     import pandas as pd
 
     data, names = read_numeric_table(parameter, path, expected=expected, header=True, **kwargs) if numeric else (
@@ -320,11 +324,26 @@ def read_csv_frame(parameter: str, path, *, expected: str, required: Sequence[st
     if numeric:
         frame = pd.DataFrame(data, columns=names)
     else:
-        text = read_text(parameter, path, expected=expected)
+        import csv
         import io
 
+        text = read_text(parameter, path, expected=expected)
+        delim = kwargs.get("delimiter")
+        if delim is None:
+            first = next((ln for ln in text.splitlines() if ln.strip()), "")
+            delim = max((",", ";", "\t"), key=first.count)
+        reader = csv.reader(io.StringIO(text), delimiter=delim)
         try:
-            frame = pd.read_csv(io.StringIO(text), sep=None, engine="python")
+            header = next((r for r in reader if r), [])
+            for row in reader:
+                if row and len(row) != len(header):
+                    raise UserFileError(parameter, path, f"{len(row)} fields where the header has {len(header)} "
+                                        f"(delimiter {delim!r})", expected=expected, line=reader.line_num)
+        except csv.Error as exc:
+            raise UserFileError(parameter, path, f"not a CSV table ({exc})", expected=expected,
+                                line=reader.line_num) from None
+        try:
+            frame = pd.read_csv(io.StringIO(text), sep=delim, engine="python")
         except (pd.errors.ParserError, ValueError) as exc:
             raise UserFileError(parameter, path, f"not a CSV table ({str(exc).splitlines()[0]})",
                                 expected=expected) from None

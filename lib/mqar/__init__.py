@@ -20,16 +20,18 @@ SLUG = "mqar"
 
 LOADERS = {
     "data_path": UserFileLoader("data_path", "lib.mqar.data:read_crows", fixture="data/mqar/crows_fixture.csv",
-                                expected=CROWS_EXPECTED),
+                                expected=CROWS_EXPECTED,
+                                skip={"text_field": "the altered field is sent_more, free text: any words, 'abc' "
+                                                    "too, are a sentence the scorer can read"}),
 }
 
 SIZES = {
     "quick": dict(pretrained=True, n_items=100, n_module_text=2000, n_task_train=400, stage1_steps=150,
                   stage2_steps=150, inlp_grid=[1, 2, 4, 8], sd_grid=[1, 2, 4, 8], lm_layers=2, lm_width=64,
-                  lm_steps=1500),
+                  lm_steps=1500, lm_sentences=30000, sweep=[]),
     "full": dict(pretrained=False, n_items=1000, n_module_text=8000, n_task_train=1500, stage1_steps=600,
                  stage2_steps=600, inlp_grid=[1, 2, 4, 8, 16, 32], sd_grid=[1, 2, 4, 8, 16], lm_layers=4,
-                 lm_width=128, lm_steps=3000),
+                 lm_width=128, lm_steps=3000, lm_sentences=30000, sweep=[0.6, 0.75, 0.9]),
 }
 
 

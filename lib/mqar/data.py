@@ -172,15 +172,23 @@ def wb_item(eng, rng, ref, b=None, pro=None):
 
 
 # ---------------------------------------------------------------- token-level attribute labels (weak supervision)
+def _person_labels() -> dict:
+    """person word -> (gender label, group label): names carry both, gendered nouns the gender only."""
+    out = {w: (int(g == "f"), -1) for g, ws in NOUNS.items() for w in ws}
+    out.update({n: (int(g == "f"), int(h == "B")) for n, g, h in names()})
+    return out
+
+
+_PERSON_LABELS = _person_labels()
+
+
 def slot_attributes(sample) -> dict:
     """slot -> (gender label, group label) in {1, 0, -1 (no cue)} for the slots that carry a lexicon cue."""
     out = {}
     for slot, lex in sample.lexicon_of.items():
         w = sample.slots[slot]
         if lex == "person":
-            g = next(gg for gg in "fm" if w in NOUNS[gg] or any(n == w and ng == gg for n, ng, _ in names()))
-            h = next((hh for n, _, hh in names() if n == w), None)
-            out[slot] = (int(g == "f"), -1 if h is None else int(h == "B"))
+            out[slot] = _PERSON_LABELS[w]
         elif lex == "pron":
             out[slot] = (int(w == "she"), -1)
         elif lex == "occupation" and abs(OCCUPATIONS[w] - .5) > .2:
@@ -366,7 +374,8 @@ CROWS_EXPECTED = ("CrowS-Pairs' crows_pairs_anonymized.csv: a headed comma-separ
 
 def read_crows(path, parameter="data_path"):
     """CrowS-Pairs pairs as a DataFrame (columns of :data:`CROWS_COLUMNS`); malformed files raise UserFileError."""
-    df = read_csv_frame(parameter, path, expected=CROWS_EXPECTED, required=CROWS_COLUMNS, numeric=False)
+    df = read_csv_frame(parameter, path, expected=CROWS_EXPECTED, required=CROWS_COLUMNS, numeric=False,
+                        delimiter=",")
     bad = ~df["stereo_antistereo"].astype(str).str.strip().isin(["stereo", "antistereo"])
     if bad.any():
         i = int(np.flatnonzero(bad.to_numpy())[0])

@@ -12,6 +12,7 @@ SentenceDebias project).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -83,6 +84,18 @@ class TinyGPT2:
         self.n_layer = 1 + max(int(k.split(".")[2]) for k in self.p if k.startswith("transformer.h."))
         self.n_head, self.d = int(n_head), self.p["transformer.wte.weight"].shape[1]
         self.name = name
+        self._cache = None
+
+    @contextmanager
+    def caching(self):
+        """Within the block, the unhooked forward (no ``pre_attn``) of a batch of ids is computed once: methods that
+        edit only the final state (none, INLP, SentenceDebias and their tuning candidates) share it (``final`` hooks
+        must return a new tensor, never edit their input in place)."""
+        outer, self._cache = self._cache, ({} if self._cache is None else self._cache)
+        try:
+            yield self
+        finally:
+            self._cache = outer
 
     @classmethod
     def from_hf(cls, model, name="tiny GPT-2"):
@@ -95,6 +108,15 @@ class TinyGPT2:
     def hidden(self, ids, pre_attn=None, final=None, stop_after=None):
         """The final normalised states ``[B, T, d]`` (after ``final``); with ``stop_after = i``, the forward stops
         right after ``pre_attn(i, .)`` and returns None (MQAR's training needs nothing beyond it)."""
+        if pre_attn is None and stop_after is None and self._cache is not None:
+            key = (tuple(ids.shape), ids.numpy().tobytes())
+            if key not in self._cache:
+                self._cache[key] = self._forward(ids, None, None)
+            hf = self._cache[key]
+            return final(hf) if final is not None else hf
+        return self._forward(ids, pre_attn, stop_after, final)
+
+    def _forward(self, ids, pre_attn, stop_after, final=None):
         p, B, T = self.p, ids.shape[0], ids.shape[1]
         h = p["transformer.wte.weight"][ids] + p["transformer.wpe.weight"][:T]
         nh, hd = self.n_head, self.d // self.n_head
@@ -166,6 +188,11 @@ class HubLM:
     def n_params(self):
         return int(sum(q.numel() for q in self.model.parameters()))
 
+    @contextmanager
+    def caching(self):
+        """No cache for hub models (their states are large): every call runs the forward."""
+        yield self
+
     def hidden(self, ids, pre_attn=None, final=None, stop_after=None):
         hs = []
 
@@ -201,15 +228,28 @@ class Backbone:
 
     def __init__(self, lm, tok, name):
         self.lm, self.tok, self.name = lm, tok, name
+        self._enc = {}
+
+    @staticmethod
+    def _key(samples):
+        return tuple((s.text, s.template, tuple(sorted(s.spans.items()))) for s in samples)
 
     def encode(self, samples, max_len=32):
-        return encode_labeled(self.tok, samples, max_len=max_len)
+        """(ids, lens, labels) of :func:`lib.mqar.data.encode_labeled`, computed once per list of samples (every
+        method is scored on the same sets); the arrays are shared between calls: do not modify them."""
+        key = ("encode", max_len, self._key(samples))
+        if key not in self._enc:
+            self._enc[key] = encode_labeled(self.tok, samples, max_len=max_len)
+        return self._enc[key]
 
     def n_after(self, samples, slot):
         """Per sample, the number of tokens after slot ``slot``'s word (the byte-level pre-tokenizer splits at
         spaces, so the text after the word encodes to the same tokens alone)."""
-        return np.array([len(self.tok.encode(s.text[s.spans[slot][1]:], add_special_tokens=False).ids)
-                         for s in samples])
+        key = ("n_after", slot, self._key(samples))
+        if key not in self._enc:
+            encs = self.tok.encode_batch([s.text[s.spans[slot][1]:] for s in samples], add_special_tokens=False)
+            self._enc[key] = np.array([len(e.ids) for e in encs])
+        return self._enc[key]
 
     def encode_texts(self, texts, max_len=64):
         if hasattr(self.tok, "encode_batch"):
@@ -283,6 +323,6 @@ def load_backbone(cfg):
         state, tok, r = load_checkpoint()
         return Backbone(TinyGPT2(state, r["n_head"], "tiny GPT-2 (shipped)"), tok, "tiny GPT-2 (shipped, seed 0)")
     r = dict(RECIPE, n_layer=cfg.lm_layers, n_embd=cfg.lm_width, steps=cfg.lm_steps,
-             bias_strength=cfg.bias_strength)
+             bias_strength=cfg.bias_strength, n_sentences=cfg.lm_sentences)
     model, tok, _, r = train_backbone(r, seed=cfg.seed, verbose=True)
     return Backbone(TinyGPT2.from_hf(model), tok, f"tiny GPT-2 (trained here, seed {cfg.seed})")

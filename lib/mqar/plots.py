@@ -31,14 +31,15 @@ def fig1_bias(bias, wb, title):
         ax.set_xticklabels(GROUPS, fontsize=8)
         ax.set_ylim(0, 105)
         ax.set_ylabel(f"{lab} (%)")
-    axes[0].legend(fontsize=7, loc="lower left")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=len(methods), fontsize=8,
+               frameon=False)
     wm = wb.set_index("method").loc[methods]
     axes[3].bar(np.arange(len(methods)), wm["diff"], color=[_c(m) for m in methods], edgecolor="k", lw=0.4)
     axes[3].set_xticks(np.arange(len(methods)))
     axes[3].set_xticklabels(methods, rotation=30, fontsize=7, ha="right")
     axes[3].set_ylabel("WB-T |pro - anti| (acc. points)")
     fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig, axes[0]
 
 
