@@ -11,8 +11,10 @@ The inner stationarity theta = lam - (1/(mu n)) X^T diag(s) (P - Y) pins theta d
 so the inner problem is solved by Newton's method on the n*C residual
     R(Z) = Z - X lam + Kx diag(s) (P(Z) - Y),   Kx = X X^T / (mu n),
 and products with J = mu (A + mu I)^{-1} (A the support Hessian) reuse the same n*C system (a Woodbury identity).
-Exact D x D Hessians (support A, query Hval, the third-order directional derivative DA[u]) are formed in closed form
-where the influence functions need them. Everything is batched over a leading task axis.
+The per-task total-Hessian contributions J (Hval - DA[u]) J reuse the same n*C system too (Woodbury, see
+:func:`task_derivatives`: one (nC x nC) inverse per task, no (D x D) inverse); explicit D x D matrices (K^{-1}, J,
+Hval, DA[u]) are formed in closed form only where the instance-level influence functions need them. Everything is
+batched over a leading task axis.
 """
 from __future__ import annotations
 
@@ -23,13 +25,15 @@ import numpy as np
 
 @dataclass
 class Counter:
-    """Work counts: inner argmin solves, inner Newton iterations (per task) and D x D factorisations."""
+    """Work counts: inner argmin solves, inner Newton and chord iterations (per task), outer (quasi-)Newton steps,
+    nC x nC factorisations (inner Newton matrices) and D x D factorisations (total Hessians)."""
 
     inner_solves: int = 0
     inner_newton: int = 0
     inner_chord: int = 0
     outer_iters: int = 0
     big_factorisations: int = 0
+    small_factorisations: int = 0
 
     def add(self, other: "Counter") -> None:
         self.inner_solves += other.inner_solves
@@ -37,6 +41,10 @@ class Counter:
         self.inner_chord += other.inner_chord
         self.outer_iters += other.outer_iters
         self.big_factorisations += other.big_factorisations
+        self.small_factorisations += other.small_factorisations
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
 
 
 @dataclass
@@ -151,6 +159,7 @@ def inner_solve(lam: np.ndarray, tasks: Tasks, mu: float, theta0: np.ndarray | N
         Z[act], R[act] = Zn, Rn
         if counter is not None:
             counter.inner_newton += int(act.sum())
+            counter.small_factorisations += int(act.sum())
     P = softmax(Z)
     theta = L - np.einsum("bja,bjc->bac", Xs, s[:, :, None] * (P - Y)) / (mu * n)
     if counter is not None:
@@ -162,13 +171,15 @@ def resid_sub(Z, Z0, Kxs, Y):
     return Z - Z0 + np.einsum("bjk,bkc->bjc", Kxs, softmax(Z) - Y)
 
 
-def jvp_J(sol: InnerSolution, tasks: Tasks, mu: float, V: np.ndarray) -> np.ndarray:
+def jvp_J(sol: InnerSolution, tasks: Tasks, mu: float, V: np.ndarray, counter: Counter | None = None) -> np.ndarray:
     """J_t v_t = mu (A_t + mu I)^{-1} v_t for every task (V: (B, d, C)), through the n*C system at the solution."""
     Xs, s = tasks.Xs, tasks.s
     B, n, d = Xs.shape
     C = tasks.n_classes
     rhs = np.einsum("bja,bac->bjc", Xs, V) / mu
     Zx = np.linalg.solve(sol.jac, rhs.reshape(B, n * C, 1)).reshape(B, n, C)
+    if counter is not None:
+        counter.small_factorisations += B
     SZ = np.einsum("bjce,bje->bjc", _S(sol.P), Zx) * s[:, :, None]
     return V - np.einsum("bja,bjc->bac", Xs, SZ) / n
 
@@ -191,12 +202,23 @@ def query_accuracy(theta: np.ndarray, tasks: Tasks) -> np.ndarray:
 
 
 def kron_hessian(X: np.ndarray, w: np.ndarray, S: np.ndarray) -> np.ndarray:
-    """(1/n) sum_j w_j kron(x_j x_j^T, S_j) as (B, D, D), coordinates a*C + c."""
+    """(1/n) sum_j w_j kron(x_j x_j^T, S_j) as (B, D, D), coordinates a*C + c (one batched matmul)."""
     B, n, d = X.shape
     C = S.shape[-1]
-    T1 = (X[:, :, :, None, None] * (w[:, :, None, None] * S)[:, :, None, :, :]).reshape(B, n, d * C * C)
-    H = np.einsum("bjq,bjk->bqk", T1, X) / n  # (B, a c e, b)
-    return H.reshape(B, d, C, C, d).transpose(0, 1, 2, 4, 3).reshape(B, d * C, d * C)
+    F = ((w[:, :, None, None] * S)[..., None] * X[:, :, None, None, :]).reshape(B, n, C * C * d)
+    H = np.matmul(X.transpose(0, 2, 1), F).reshape(B, d, C, C, d) / n  # [a, c, e, b]
+    return H.transpose(0, 1, 2, 4, 3).reshape(B, d * C, d * C)
+
+
+def sandwich(XL: np.ndarray, core: np.ndarray, XR: np.ndarray) -> np.ndarray:
+    """Phi_L^T core Phi_R as (B, D, D) for Phi = kron(X, I_C) (rows (j, c), columns (a, e)):
+    out[(a, c), (b, e)] = sum_{j, k} XL[j, a] core[(j, c), (k, e)] XR[k, b]; XL (B, nL, d), core (B, nL*C, nR*C)."""
+    B, nL, d = XL.shape
+    nR = XR.shape[1]
+    C = core.shape[1] // nL
+    Y = np.matmul(XL.transpose(0, 2, 1), core.reshape(B, nL, C * nR * C)).reshape(B, d, C, nR, C)
+    Y = np.matmul(Y.transpose(0, 1, 2, 4, 3).reshape(B, d * C * C, nR), XR).reshape(B, d, C, C, d)
+    return Y.transpose(0, 1, 2, 4, 3).reshape(B, d * C, d * C)
 
 
 def dS_dir(P: np.ndarray, dz: np.ndarray) -> np.ndarray:
@@ -205,45 +227,103 @@ def dS_dir(P: np.ndarray, dz: np.ndarray) -> np.ndarray:
     return dp[..., :, None] * np.eye(P.shape[-1]) - dp[..., :, None] * P[..., None, :] - P[..., :, None] * dp[..., None, :]
 
 
+def _sqrt_S(P: np.ndarray) -> np.ndarray:
+    """L with L L^T = diag(p) - p p^T: L = diag(sqrt p) - p sqrt(p)^T (uses sum p = 1)."""
+    r = np.sqrt(P)
+    return r[..., :, None] * np.eye(P.shape[-1]) - P[..., :, None] * r[..., None, :]
+
+
 @dataclass
 class TaskDerivatives:
-    """Closed-form first/second/third-order pieces at the inner solutions, per task (D = d*C)."""
+    """Closed-form first/second/third-order pieces at the inner solutions, per task (D = d*C).
+
+    The D x D matrices marked "explicit" are only formed when asked (``explicit=True``); the total-Hessian
+    contributions H_full (and H_sur when formed) always are."""
 
     theta: np.ndarray  # (B, d, C)
     loss_val: np.ndarray  # (B,)
     g_val: np.ndarray  # (B, D)
-    Kinv: np.ndarray  # (B, D, D) (A + mu I)^{-1}
-    J: np.ndarray  # (B, D, D)
-    Hval: np.ndarray  # (B, D, D)
-    DAu: np.ndarray  # (B, D, D) third-order term DA[u], u = K^{-1} g_val
-    u: np.ndarray  # (B, D)
+    u: np.ndarray  # (B, D) K^{-1} g_val
     G: np.ndarray  # (B, D) total gradients J g_val
     H_full: np.ndarray  # (B, D, D) J (Hval - DA[u]) J
-    H_sur: np.ndarray  # (B, D, D) J Hval J
     P_s: np.ndarray  # (B, n, C)
+    H_sur: np.ndarray | None = None  # (B, D, D) J Hval J (explicit)
+    Kinv: np.ndarray | None = None  # (B, D, D) (A + mu I)^{-1} (explicit)
+    J: np.ndarray | None = None  # (B, D, D) (explicit)
+    Hval: np.ndarray | None = None  # (B, D, D) (explicit)
+    DAu: np.ndarray | None = None  # (B, D, D) third-order term DA[u] (explicit)
 
 
-def task_derivatives(sol: InnerSolution, tasks: Tasks, mu: float, counter: Counter | None = None) -> TaskDerivatives:
+def task_derivatives(sol: InnerSolution, tasks: Tasks, mu: float, counter: Counter | None = None,
+                     explicit: bool = True) -> TaskDerivatives:
+    """Per-task derivatives at the inner solutions, through the (nC x nC) inner Newton matrix M at the solution.
+
+    With Phi = kron(X_s, I_C) (the support design, nC x D) and Bs = blockdiag(s_j S_j) (softmax Jacobians),
+    A = Phi^T Bs Phi / n and the Woodbury identity give  J = mu (A + mu I)^{-1} = I - Phi^T Q Phi  with
+    Q = Bs M^{-1} / (mu n),  M = I + Phi Phi^T Bs / (mu n)  (one nC-dim inverse per task instead of a D-dim one).
+    Then  Psi J = Psi - (Psi Phi^T) Q Phi  (Psi the query design), so  J Hval J = N^T N / m  with
+    N = Lq^T Psi J (Lq Lq^T = blockdiag(q_j Sq_j)), and  J DA[u] J = Phi^T (R^T dBs R) Phi / n  with
+    R = I - (Phi Phi^T) Q  (since Phi J = R Phi)."""
+    Xs, Xq, s, q = tasks.Xs, tasks.Xq, tasks.s, tasks.q
+    B, n, d = Xs.shape
+    m = Xq.shape[1]
+    C = tasks.n_classes
+    D, nC = d * C, n * C
+    Minv = np.linalg.inv(sol.jac)
+    if counter is not None:
+        counter.small_factorisations += B
+    Ss = _S(sol.P) * s[:, :, None, None]  # (B, n, C, C)
+    Q = np.matmul(Ss, Minv.reshape(B, n, C, nC)).reshape(B, nC, nC) / (mu * n)
+    Gss = np.matmul(Xs, Xs.transpose(0, 2, 1))  # (B, n, n)
+    loss, g, Pq = query_grad(sol.theta, tasks)
+    # G = J g = g - Phi^T Q Phi g
+    w = np.matmul(Q, np.matmul(Xs, g).reshape(B, nC, 1)).reshape(B, n, C)
+    G = (g - np.matmul(Xs.transpose(0, 2, 1), w)).reshape(B, D)
+    u = G / mu
+    # J Hval J = N^T N / m
+    E = np.matmul(np.matmul(Xq, Xs.transpose(0, 2, 1)), Q.reshape(B, n, C * nC)).reshape(B, m * C, n, C)
+    PsiJ = -np.matmul(E.transpose(0, 1, 3, 2).reshape(B, m * C * C, n), Xs).reshape(B, m, C, C, d)  # [i, c, e, b]
+    PsiJ = PsiJ.transpose(0, 1, 2, 4, 3)  # [i, c, b, e]
+    for c in range(C):
+        PsiJ[:, :, c, :, c] += Xq
+    Lq = _sqrt_S(Pq) * np.sqrt(q)[:, :, None, None]  # (B, m, C, C)
+    N = np.matmul(Lq.transpose(0, 1, 3, 2), PsiJ.reshape(B, m, C, D)).reshape(B, m * C, D)
+    H_sur = np.matmul(N.transpose(0, 2, 1), N) / m
+    # J DA[u] J = Phi^T R^T dBs R Phi / n
+    R = -np.matmul(Gss, Q.reshape(B, n, C * nC)).reshape(B, nC, nC)
+    R[:, np.arange(nC), np.arange(nC)] += 1.0
+    dz = np.matmul(Xs, u.reshape(B, d, C))
+    dS = dS_dir(sol.P, dz)
+    dBs = dS * s[:, :, None, None]
+    core = np.matmul(R.transpose(0, 2, 1), np.matmul(dBs, R.reshape(B, n, C, nC)).reshape(B, nC, nC))
+    H_full = H_sur - sandwich(Xs, core, Xs) / n
+    out = TaskDerivatives(sol.theta, loss, g.reshape(B, D), u, G, H_full, sol.P)
+    if explicit:
+        J = -sandwich(Xs, Q, Xs)
+        J[:, np.arange(D), np.arange(D)] += 1.0
+        out.H_sur, out.J, out.Kinv = H_sur, J, J / mu
+        out.Hval = kron_hessian(Xq, q, _S(Pq))
+        out.DAu = kron_hessian(Xs, s, dS)
+    return out
+
+
+def task_derivatives_dense(sol: InnerSolution, tasks: Tasks, mu: float) -> TaskDerivatives:
+    """Reference: the same pieces by explicit D x D inverses and products (for the tests)."""
     B, n, d = tasks.Xs.shape
     C = tasks.n_classes
     D = d * C
     A = kron_hessian(tasks.Xs, tasks.s, _S(sol.P))
-    K = A + mu * np.eye(D)
-    Kinv = np.linalg.inv(K)
-    if counter is not None:
-        counter.big_factorisations += B
+    Kinv = np.linalg.inv(A + mu * np.eye(D))
     J = mu * Kinv
     loss, g, Pq = query_grad(sol.theta, tasks)
     g = g.reshape(B, D)
     Hval = kron_hessian(tasks.Xq, tasks.q, _S(Pq))
     u = np.einsum("bij,bj->bi", Kinv, g)
     dz = np.einsum("bja,bac->bjc", tasks.Xs, u.reshape(B, d, C))
-    dS = dS_dir(sol.P, dz)
-    DAu = kron_hessian(tasks.Xs, tasks.s, dS)
-    G = np.einsum("bij,bj->bi", J, g)
+    DAu = kron_hessian(tasks.Xs, tasks.s, dS_dir(sol.P, dz))
     H_sur = J @ Hval @ J
-    H_full = H_sur - J @ DAu @ J  # J (Hval - DA[u]) J
-    return TaskDerivatives(sol.theta, loss, g, Kinv, J, Hval, DAu, u, G, H_full, H_sur, sol.P)
+    return TaskDerivatives(sol.theta, loss, g, u, np.einsum("bij,bj->bi", J, g), H_sur - J @ DAu @ J, sol.P,
+                           H_sur, Kinv, J, Hval, DAu)
 
 
 @dataclass
@@ -261,7 +341,7 @@ def outer_value_grad(lam, tasks, mu, rho, theta0=None, counter=None):
     """F(lam), its gradient sum_t G_t + rho lam (sample-space J products only) and the inner solution."""
     sol = inner_solve(lam, tasks, mu, theta0=theta0, counter=counter)
     loss, g, _ = query_grad(sol.theta, tasks)
-    G = jvp_J(sol, tasks, mu, g).reshape(len(tasks), -1)
+    G = jvp_J(sol, tasks, mu, g, counter).reshape(len(tasks), -1)
     return float(loss.sum() + 0.5 * rho * lam @ lam), G.sum(0) + rho * lam, sol
 
 
@@ -276,7 +356,7 @@ def outer_solve(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray | None = N
     F, grad, sol = outer_value_grad(lam, tasks, mu, rho, counter=counter)
     n_newton = 0
     for n_newton in range(1, max_newton + 1):  # damped Newton with the exact total Hessian
-        der = task_derivatives(sol, tasks, mu, counter)
+        der = task_derivatives(sol, tasks, mu, counter, explicit=not third_order)
         H = (der.H_full if third_order else der.H_sur).sum(0) + rho * np.eye(D)
         evals, evecs = np.linalg.eigh(H)
         counter.big_factorisations += 1
@@ -341,7 +421,7 @@ def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.nd
     theta = np.tile(theta0[None], (P_, 1, 1, 1))
     s_all = np.broadcast_to(tasks.s, (P_, T, n)) if S is None else S
     edited = (np.asarray(s_all) != tasks.s[None]).any(-1)  # (P, T): pairs whose support weights differ (Newton)
-    warm = WarmInner(tasks, mu, theta0)
+    warm = WarmInner(tasks, mu, theta0, counter=counter)
     gn = np.full(P_, np.inf)
     gn_acc = np.full(P_, np.inf)  # ||grad|| at the last accepted iterate
     lam_acc = lam.copy()
@@ -363,10 +443,11 @@ def retrain(tasks: Tasks, mu: float, rho: float, lam0: np.ndarray, theta0: np.nd
         if it > 1 and stalled.any():
             for p in np.flatnonzero(stalled):
                 sub = Tasks(tasks.Xs, tasks.ys, tasks.Xq, tasks.yq, C, np.asarray(s_all[p], float), tasks.q)
-                der = task_derivatives(inner_solve(lam[p], sub, mu, theta0=theta[p], counter=counter), sub, mu)
+                der = task_derivatives(inner_solve(lam[p], sub, mu, theta0=theta[p], counter=counter), sub, mu,
+                                       counter, explicit=False)
                 Hp = (W[p][:, None, None] * der.H_full).sum(0) + rho * np.eye(D)
                 Hc_inv[p] = np.linalg.inv(Hp)
-                counter.big_factorisations += T + 1
+                counter.big_factorisations += 1
                 forced[p], halvings[p] = True, 0
         todo = np.flatnonzero(active)
         grads[todo], theta[todo] = _warm_value_grad(warm, tasks, mu, rho, lam[todo], theta[todo], W[todo],
@@ -411,7 +492,7 @@ def _warm_value_grad(warm, tasks, mu, rho, lam, theta, W, S, edited, counter):
     skip = edited.T
     th, Pm, failed = warm.solve(lam, th0, skip=skip, counter=counter)
     _, g, _ = warm.query(th)
-    G, jfail = warm.jvp(Pm, g, skip=skip | failed)
+    G, jfail = warm.jvp(Pm, g, skip=skip | failed, counter=counter)
     need = skip | failed | jfail
     if need.any():
         ti, pi = np.nonzero(need)
@@ -420,7 +501,7 @@ def _warm_value_grad(warm, tasks, mu, rho, lam, theta, W, S, edited, counter):
         sol = inner_solve(lam[pi], sub, mu, theta0=th0[ti, :, :, pi], counter=counter)
         _, gx, _ = query_grad(sol.theta, sub)
         th[ti, :, :, pi] = sol.theta
-        G[ti, :, :, pi] = jvp_J(sol, sub, mu, gx)
+        G[ti, :, :, pi] = jvp_J(sol, sub, mu, gx, counter)
     grads = np.einsum("pt,tdp->pd", W, G.reshape(T, d * C, P_)) + rho * lam
     return grads, th.transpose(3, 0, 1, 2)
 
@@ -454,7 +535,8 @@ class WarmInner:
     are solved the same way (iterative refinement with the base inverse against the exact Newton matrix at the
     solution). A pair that does not contract is left to the caller's exact Newton solve (``failed``)."""
 
-    def __init__(self, tasks: Tasks, mu: float, theta0: np.ndarray, tol: float = 1e-12, max_iter: int = 40):
+    def __init__(self, tasks: Tasks, mu: float, theta0: np.ndarray, tol: float = 1e-12, max_iter: int = 40,
+                 counter: Counter | None = None):
         self.tasks, self.mu, self.tol, self.max_iter = tasks, mu, tol, max_iter
         T, n, d = tasks.Xs.shape
         C = tasks.n_classes
@@ -468,6 +550,8 @@ class WarmInner:
         self.theta0 = np.asarray(theta0, float).reshape(T, d, C)
         P0 = softmax(np.einsum("tja,tac->tjc", tasks.Xs, self.theta0))
         self.Minv = np.linalg.inv(_jac_matrix(self.Kxs, _S(P0)))
+        if counter is not None:
+            counter.small_factorisations += T
 
     def _mm(self, A, V):
         """(T, a, b) @ V (T, b, ..., P) over the trailing axes."""
@@ -515,7 +599,8 @@ class WarmInner:
             counter.inner_solves += int((~skip).sum())
         return theta, Pm, failed
 
-    def jvp(self, Pm: np.ndarray, V: np.ndarray, skip: np.ndarray | None = None, max_iter: int = 40):
+    def jvp(self, Pm: np.ndarray, V: np.ndarray, skip: np.ndarray | None = None, max_iter: int = 40,
+            counter: Counter | None = None):
         """J v for every pair (V: (T, d, C, P)) at the solutions with probabilities Pm. Returns (JV, failed)."""
         T, n, d, C = self.shape
         s = self.tasks.s[:, :, None, None]
@@ -534,6 +619,8 @@ class WarmInner:
             if (ok | skip).all():
                 break
             x = x + self._minv(r) * (~ok)[:, None, None, :]
+            if counter is not None:
+                counter.inner_chord += int((~ok & ~skip).sum())
         return V - self._mm(self.XsT, Sx(x)) / n, ~ok & ~skip
 
     def query(self, theta: np.ndarray):

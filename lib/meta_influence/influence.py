@@ -16,8 +16,9 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import LinAlgError, cho_factor, cho_solve, lu_factor, lu_solve
 
-from .bilevel import OuterResult, Tasks, _S, inner_solve, jvp_J, query_grad, softmax
+from .bilevel import Counter, OuterResult, Tasks, _S, inner_solve, jvp_J, query_grad, softmax, task_derivatives
 
 
 @dataclass
@@ -31,7 +32,7 @@ class TestGrad:
 def test_gradient(lam: np.ndarray, test: Tasks, mu: float, counter=None) -> TestGrad:
     sol = inner_solve(lam, test, mu, counter=counter)
     loss, g, _ = query_grad(sol.theta, test)
-    G = jvp_J(sol, test, mu, g).reshape(len(test), -1)
+    G = jvp_J(sol, test, mu, g, counter).reshape(len(test), -1)
     return TestGrad(float(loss.mean()), G.mean(0), g.reshape(len(test), -1).mean(0), sol.theta)
 
 
@@ -101,6 +102,37 @@ def task_if(res: OuterResult, tg: TestGrad, rho: float) -> TaskIF:
     out = TaskIF(der.G @ v_full, der.G @ v_sur, der.g_val @ v_fo, der.G @ tg.grad_full, v_full, H,
                  time.perf_counter() - t0, 3)
     return out
+
+
+@dataclass
+class AllTaskIF:
+    """task-IF of every training task from (lam*, theta*(lam*)) alone, as an IF user would compute it."""
+
+    scores: np.ndarray  # (T,) predicted change of phi on removing task k: grad phi^T H^{-1} G_k
+    dlam: np.ndarray  # (T, D) predicted change of lam on removing task k: H^{-1} G_k
+    counter: Counter
+    factorisation: str  # "cholesky" or "lu" (when H is not positive definite)
+
+
+def all_task_if(lam: np.ndarray, theta: np.ndarray, train: Tasks, test: Tasks, mu: float, rho: float) -> AllTaskIF:
+    """The full task-IF for all T tasks at once: the inner solutions at lam* (polished from theta*, which also gives
+    each task's nC x nC inner Newton matrix, factorised once and reused for G_k, u_k, J_k), the per-task total-Hessian
+    contributions (through those factorisations, see :func:`task_derivatives`), grad phi from the meta-test tasks,
+    ONE Cholesky factorisation of the D x D total Hessian and ONE batched triangular solve for [grad phi, G_1..G_T]."""
+    c = Counter()
+    sol = inner_solve(lam, train, mu, theta0=theta, counter=c)
+    der = task_derivatives(sol, train, mu, c, explicit=False)
+    tg = test_gradient(lam, test, mu, counter=c)
+    H = der.H_full.sum(0)
+    H[np.diag_indices_from(H)] += rho
+    rhs = np.column_stack([tg.grad_full, der.G.T])
+    try:
+        X, kind = cho_solve(cho_factor(H, lower=True, check_finite=False), rhs, check_finite=False), "cholesky"
+    except LinAlgError:  # not positive definite (not a strict local minimum): LU instead
+        X, kind = lu_solve(lu_factor(H, check_finite=False), rhs, check_finite=False), "lu"
+    c.big_factorisations += 1
+    dlam = X[:, 1:].T
+    return AllTaskIF(dlam @ tg.grad_full, dlam, c, kind)
 
 
 def ihvp_study(H: np.ndarray, b: np.ndarray, G: np.ndarray, cg_iters: int, neumann_terms: int):

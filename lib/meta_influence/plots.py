@@ -29,16 +29,27 @@ def fig_task_if(f1: dict):
 
 
 def fig_cost(f1: dict):
-    c = f1["cost"]
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    axes[0].bar(["all-task IF", "LOTO"], [c["if_seconds"], c["loto_seconds"]], color=["tab:blue", "tab:gray"])
+    """Left: interleaved wall-clock of all-task IF and LOTO; right: their counted work (log scale)."""
+    c, counts = f1["cost"], f1["counts"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6), gridspec_kw={"width_ratios": [1, 2.6]})
+    secs = [c["if_seconds"], c["loto_seconds"]]
+    axes[0].bar(["all-task IF", "LOTO"], secs, color=["tab:blue", "tab:gray"])
+    for xi, v in enumerate(secs):
+        axes[0].text(xi, v, f"{v:.2f} s", ha="center", va="bottom", fontsize=7)
     axes[0].set_ylabel("wall-clock (s), interleaved")
-    axes[0].set_yscale("log")
-    axes[1].bar(["all-task IF", "LOTO"], [c["if_inner_solves"], c["loto_inner_solves"]], color=["tab:blue", "tab:gray"])
-    axes[1].set_ylabel("inner argmin solves")
-    axes[1].set_yscale("log")
     axes[0].set_title(f"time ratio {c['time_ratio']:.3f}", fontsize=9)
-    axes[1].set_title(f"solve ratio {c['solve_ratio']:.4f}", fontsize=9)
+    rows = [r for r in counts.index if not r.startswith("seconds")]
+    x = np.arange(len(rows))
+    for off, col, color in ((-0.2, "all-task IF", "tab:blue"), (0.2, "LOTO", "tab:gray")):
+        vals = counts.loc[rows, col].astype(float).values
+        axes[1].bar(x + off, np.maximum(vals, 0.5), 0.4, color=color, label=col)
+        for xi, v in zip(x + off, vals):
+            axes[1].text(xi, max(v, 0.5) * 1.15, f"{int(v)}", ha="center", fontsize=6)
+    axes[1].set_xticks(x, [r.replace(" (", "\n(") for r in rows], fontsize=6)
+    axes[1].set_yscale("log")
+    axes[1].set_ylabel("count (0 drawn at 0.5)")
+    axes[1].legend(fontsize=8)
+    axes[1].set_title(f"counted work; inner-solve ratio {c['solve_ratio']:.4f}", fontsize=9)
     fig.tight_layout()
     return fig, axes
 
