@@ -126,6 +126,18 @@ def test_divergences():
     assert torch.allclose(jsd, st.divergence(b, a, "jsd"), atol=1e-6)
     assert float(st.divergence(a, a, "jsd").abs().max()) < 1e-6 and float(jsd.max()) <= np.log(2)
     assert torch.allclose(st.divergence(a, b, "fkl"), st.divergence(b, a, "rkl"), atol=1e-6)
+    kl_ba = torch.nn.functional.kl_div(a, b, log_target=True, reduction="none").sum(-1)   # KL(Q || P), Q = b
+    assert torch.allclose(st.divergence(a, b, "fkl"), kl_ba, atol=1e-6)
+    # the source's q and sum q log q passed precomputed (as training does) give the same values and gradients
+    for kind in ("jsd", "fkl", "rkl"):
+        x = a.clone().requires_grad_(True)
+        y = a.clone().requires_grad_(True)
+        d0 = st.divergence(x, b, kind)
+        d1 = st.divergence(y, b, kind, q=b.exp(), qlogq=(b.exp() * b).sum(-1))
+        assert torch.allclose(d0, d1, atol=1e-6)
+        d0.sum().backward()
+        d1.sum().backward()
+        assert torch.allclose(x.grad, y.grad, atol=1e-6)
     with pytest.raises(ValueError, match="loss"):
         st.divergence(a, b, "mse")
 
@@ -311,3 +323,98 @@ def test_kl_at_concept_interpolates():
     fid = pd.DataFrame(dict(method="A", mult=[1.0, 2.0, 4.0], kl=[0.01, 0.1, 1.0]))
     assert kl_at_concept(curve, fid, "A", 1.0) == pytest.approx(np.sqrt(0.1 * 1.0))
     assert np.isnan(kl_at_concept(curve, fid, "A", 2.0))
+
+
+@pytest.fixture(scope="module")
+def tiny_pair():
+    """A tiny GPT-2 with non-trivial weights (transformers) and the same network as a FastGPT2."""
+    from lib.cdas.fastgpt2 import from_hf
+
+    m = make_gpt2(len(_Tok().vocab) + 1, n_layer=3, n_embd=32, n_head=4, n_positions=48, seed=4)
+    g = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.add_(0.2 * torch.randn(p.shape, generator=g))
+    return m, from_hf(m)
+
+
+def test_fastgpt2_equals_transformers_gpt2(tiny_pair):
+    m, f = tiny_pair
+    x = torch.randint(1, 64, (3, 11), generator=torch.Generator().manual_seed(6))
+    with torch.no_grad():
+        a, b = m(input_ids=x, output_hidden_states=True), f(input_ids=x, output_hidden_states=True)
+    assert torch.allclose(a.logits, b.logits, atol=1e-5) and a.logits.abs().max() > 1.0
+    assert len(a.hidden_states) == len(b.hidden_states) == 4
+    for u, v in zip(a.hidden_states, b.hidden_states):
+        assert torch.allclose(u, v, atol=1e-5)
+    # the shared hook reads the same state from it (layer l = hidden_states[l])
+    got = {}
+
+    def keep(h):
+        got["h"] = h
+        return h
+    with torch.no_grad(), residual_hook(f, 2, keep):
+        f(input_ids=x)
+    assert torch.allclose(got["h"], a.hidden_states[2], atol=1e-5)
+    # cached decoding: a prefix, then one token at a time, gives the full pass's logits
+    with torch.no_grad():
+        out = f(input_ids=x[:, :6], use_cache=True)
+        steps = [out.logits]
+        for t in range(6, 11):
+            out = f(input_ids=x[:, t:t + 1], use_cache=True, past_key_values=out.past_key_values)
+            steps.append(out.logits)
+    assert torch.allclose(torch.cat(steps, 1), a.logits, atol=1e-5)
+    with pytest.raises(ValueError, match="positions"):
+        f(input_ids=torch.zeros(1, 49, dtype=torch.long))
+
+
+def test_fastgpt2_generation_and_tail_match_transformers(tiny_pair):
+    m, f = tiny_pair
+    x = torch.randint(1, 64, (2, 5), generator=torch.Generator().manual_seed(7))
+    W, vals = torch.randn(2, 32, generator=torch.Generator().manual_seed(8)), torch.tensor([3.0, -3.0])
+    runs = []
+    for mod in (m, f):
+        with residual_hook(mod, 1, st.rowwise_clamp(W, vals)):
+            runs.append((st.cached_greedy(mod, x, 10, eos_token_id=0), greedy_generate(mod, x, 10)))
+    (a_hf, full_hf), (a_f, full_f) = runs
+    assert torch.equal(a_f, a_hf) and torch.equal(full_f, full_hf) and torch.equal(a_f, full_f[:, :a_f.shape[1]])
+    # the tail (layers below l cached) under a DII, padded and packed, equals a full hooked forward pass
+    ids = torch.randint(1, 64, (4, 12), generator=torch.Generator().manual_seed(9))
+    Wd, S = torch.randn(4, 32), torch.randn(4, 32)
+    idx, pos = torch.tensor([3, 0, 1]), torch.tensor([[3, 4, 5, 6], [0, 1, 2, 0], [7, 8, 9, 10]])
+    valid = torch.tensor([[1, 1, 1, 0], [1, 1, 0, 0], [1, 1, 1, 1]]).bool()
+    edit = st.rowwise_interchange(Wd[idx], S[idx])
+    for layer in (1, 2):
+        with torch.no_grad(), residual_hook(m, layer, edit):
+            ref = st._gather(m(input_ids=ids[idx]).logits, pos)
+        tail = st.Tail(f, layer, ids)
+        assert tail.fast
+        with torch.no_grad():
+            assert torch.allclose(tail.logits(idx, edit, pos), ref, atol=1e-5)
+            assert torch.allclose(tail.logits(idx, edit, pos, valid), ref[valid], atol=1e-5)
+
+
+def test_dii_training_with_tail_equals_full_forward(tiny_pair):
+    """Training through the cached tail (FastGPT2, packed response tokens) takes the same steps as training with
+    the edit hooked into full forward passes of the transformers model."""
+    m, f = tiny_pair
+    bb_f, bb_m = Backbone_(f), Backbone_(m)
+    quads = pd.concat([World(0).quadruples(c, 4) for c in ("ocean", "space")], ignore_index=True)
+    cidx = {"ocean": 0, "space": 1}
+    out = {}
+    for name, bb, tail in (("fast", bb_f, True), ("hf", bb_m, False)):
+        ps = st.precompute_sources(bb.model, st.make_pairs(bb, quads, cidx), 1)
+        for loss in ("jsd", "ce"):
+            out[name, loss] = st.train_dii(bb.model, ps, 1, 2, loss=loss, epochs=1, lr=0.05, batch=2, seed=0,
+                                           use_tail=tail)
+        out[name, "lang"] = st.train_lang(bb.model, ps, 1, 2, epochs=1, lr=0.05, batch=2, seed=0, use_tail=tail)
+    for key in ("jsd", "ce", "lang"):
+        a, b = out["fast", key], out["hf", key]
+        assert np.allclose(a.losses, b.losses, atol=1e-5) and torch.allclose(a.W, b.W, atol=1e-4)
+        assert a.losses[0] != a.losses[-1]
+
+
+def Backbone_(model):
+    from lib.cdas.model import Backbone
+
+    return Backbone(model, _Tok())

@@ -42,10 +42,10 @@ def load_backbone(cfg, arch=None):
 
     if cfg.model_name:
         return load_hub_backbone(cfg.model_name, device=cfg.device)
-    with limit_threads(1):
+    with limit_threads(1):   # the tiny GPT-2 runs on the CPU whatever cfg.device says (its batches are CPU tensors)
         if cfg.pretrained and arch is None:
-            return load_checkpoint(device=cfg.device)
-        bb, log, _ = train_backbone(arch or "base", seed=cfg.seed, device=cfg.device)
+            return load_checkpoint(device="cpu")
+        bb, log, _ = train_backbone(arch or "base", seed=cfg.seed, device="cpu")
     return bb
 
 

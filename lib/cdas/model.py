@@ -1,7 +1,10 @@
 """The backbone: a small byte-level BPE trained on the world's transcripts and a tiny GPT-2 trained on them.
 
 The quick-mode model is shipped as ``data/cdas/tiny_gpt2.npz`` (float16 weights + the tokenizer JSON + the recipe),
-written by ``python -m lib.cdas.make_checkpoint``; full mode retrains (two sizes) with the run's seed.
+written by ``python -m lib.cdas.make_checkpoint``; full mode retrains (two sizes) with the run's seed. Training uses
+``transformers``' ``GPT2LMHeadModel`` (``lib.common.tiny_lm``); steering runs the same weights through the torch-only
+:class:`lib.cdas.fastgpt2.FastGPT2` (same function, unit-tested; loading the checkpoint never imports
+``transformers``).
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from lib.common import data_dir
 from lib.common.bpe import EOS_TOKEN, encode_corpus, train_bpe
 from lib.common.tiny_lm import make_gpt2, read_npz_checkpoint, save_npz_checkpoint, train_lm
 
+from .fastgpt2 import from_hf, from_state
 from .world import MODEL, USER, World, all_words, prompt_text
 
 SLUG = "cdas"
@@ -65,13 +69,11 @@ def save_checkpoint(model, tok, path, recipe, extra=None) -> dict:
 
 def load_checkpoint(path=None, device="cpu") -> Backbone:
     state, tok, recipe = read_npz_checkpoint(path or (data_dir(SLUG) / CKPT_NAME), RECIPE, "lib.cdas.make_checkpoint")
-    model = make_gpt2(recipe["vocab_size"], n_positions=recipe["n_positions"], seed=recipe["seed"],
-                      **ARCHS[recipe["arch"]])
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    bad = [k for k in missing if not (k.endswith("attn.bias") or k.endswith("masked_bias") or k == "lm_head.weight")]
-    if bad or unexpected:
-        raise RuntimeError(f"{path}: checkpoint does not match the model (missing {bad}, unexpected {unexpected})")
-    model.tie_weights()
+    try:
+        model = from_state(state, vocab_size=recipe["vocab_size"], n_positions=recipe["n_positions"],
+                           **ARCHS[recipe["arch"]])
+    except RuntimeError as err:
+        raise RuntimeError(f"{path}: checkpoint does not match the model ({err})") from None
     return Backbone(model.to(device).eval(), tok, name=f"tiny GPT-2 {recipe['arch']} (shipped)")
 
 
@@ -91,7 +93,7 @@ def train_backbone(arch="base", seed=0, steps=None, n_transcripts=None, device="
     if verbose:
         print(f"trained {arch} for {r['steps']} steps in {time.perf_counter() - t0:.1f} s; loss "
               f"{log.losses[0]:.2f} -> {np.mean(log.losses[-50:]):.3f}")
-    return Backbone(model, tok, name=f"tiny GPT-2 {arch} (trained here, seed {seed})"), log, r
+    return Backbone(from_hf(model).to(device), tok, name=f"tiny GPT-2 {arch} (trained here, seed {seed})"), log, r
 
 
 def load_hub_backbone(model_name, device="cpu") -> Backbone:

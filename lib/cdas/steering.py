@@ -104,6 +104,7 @@ class PairSet:
     kind: torch.Tensor
     src_logp: torch.Tensor = None   # [N, R, V] source next-token log-probabilities (no grad)
     src_h: torch.Tensor = None      # [N, D] source states at layer l
+    tails: dict = field(default_factory=dict, repr=False)   # layer -> (model, Tail over ``base``): a cache
 
     def __len__(self):
         return self.base.shape[0]
@@ -147,31 +148,45 @@ def precompute_sources(model, ps: PairSet, layer: int, chunk: int = 256) -> Pair
     logps, hs = [], []
     for i in range(0, len(ps), chunk):
         sl = slice(i, i + chunk)
-        states = {}
+        if layer < n_layers(model):   # the layers below l once, then the tail at the response positions only
+            tail = Tail(model, layer, ps.src[sl])
+            h = tail.h
+            logits = tail.logits(torch.arange(h.shape[0]), lambda x: x, ps.spos[sl]).float()
+        else:
+            states = {}
 
-        def keep(h):
-            states["h"] = h
-            return h
-        with residual_hook(model, layer, keep):
-            logits = model(input_ids=ps.src[sl], use_cache=False).logits.float()
-        logps.append(torch.log_softmax(_gather(logits, ps.spos[sl]), -1))
-        h = states["h"]
-        hs.append(h[torch.arange(h.shape[0]), ps.src_at[sl]])
+            def keep(x):
+                states["h"] = x
+                return x
+            with residual_hook(model, layer, keep):
+                logits = _gather(model(input_ids=ps.src[sl], use_cache=False).logits.float(), ps.spos[sl])
+            h = states["h"]
+        logps.append(torch.log_softmax(logits, -1))
+        hs.append(h[torch.arange(h.shape[0]), ps.src_at[sl]].float())
     ps.src_logp, ps.src_h = torch.cat(logps), torch.cat(hs)
     return ps
 
 
-def divergence(logp, logq, kind: str):
-    """Per-token divergence between the intervened distribution P (log-probs ``logp``) and the source's Q."""
-    if kind == "jsd":
-        logm = torch.logsumexp(torch.stack([logp, logq]), 0) - np.log(2.0)
-        p, q = logp.exp(), logq.exp()
-        return 0.5 * (p * (logp - logm)).sum(-1) + 0.5 * (q * (logq - logm)).sum(-1)
-    if kind == "fkl":   # KL(Q || P): forward KL from the counterfactual distribution
-        return (logq.exp() * (logq - logp)).sum(-1)
+def divergence(logp, logq, kind: str, q=None, qlogq=None):
+    """Per-token divergence between the intervened distribution P (log-probs ``logp``) and the source's Q
+    (``logq``; the source has no gradient, so ``q = exp(logq)`` and ``qlogq = sum q log q`` may be passed
+    precomputed: the same value, fewer passes over the vocabulary)."""
+    if kind not in LOSSES or kind == "ce":
+        raise ValueError(f"loss {kind!r}; allowed: {tuple(k for k in LOSSES if k != 'ce')}")
     if kind == "rkl":   # KL(P || Q)
         return (logp.exp() * (logp - logq)).sum(-1)
-    raise ValueError(f"loss {kind!r}; allowed: {LOSSES}")
+    if q is None:
+        q = logq.exp()
+    if qlogq is None:
+        qlogq = (q * logq).sum(-1)
+    if kind == "fkl":   # KL(Q || P): forward KL from the counterfactual distribution
+        return qlogq - (q * logp).sum(-1)
+    # JSD = 1/2 KL(P || M) + 1/2 KL(Q || M), M = (P + Q) / 2, expanded: 1/2 [sum p log p + sum q log q
+    #       - sum (p + q) log m]; p + q is floored at 1e-30 inside the log only (a token that both give less than
+    #       1e-30 contributes < 1e-28 either way)
+    p = logp.exp()
+    s = p + q
+    return 0.5 * ((p * logp).sum(-1) + qlogq - (s * (torch.log(s.clamp_min(1e-30)) - np.log(2.0))).sum(-1))
 
 
 def _index_batch(obj, idx, n):
@@ -189,7 +204,10 @@ class Tail:
     its blocks (attention mask, rotary position embeddings) are captured once and replayed."""
 
     def __init__(self, model, layer: int, ids: torch.Tensor):
+        from .fastgpt2 import FastGPT2
+
         self.model, self.layer, self.n = model, layer, ids.shape[0]
+        self.fast = isinstance(model, FastGPT2)
         block = transformer_blocks(model)[layer]
         got = {}
 
@@ -211,8 +229,15 @@ class Tail:
         self.norm = final_norm(model)
         self.head = model.get_output_embeddings()
 
-    def logits(self, idx, edit, pos):
-        """Logits at positions ``pos`` [B, R] of rows ``idx`` after ``edit`` at the layer."""
+    def logits(self, idx, edit, pos, valid=None):
+        """Logits at positions ``pos`` [B, R] of rows ``idx`` after ``edit`` at the layer: [B, R, V], or with
+        ``valid`` (a [B, R] mask) only the valid ones, packed row by row: [n valid, V]. With a
+        :class:`~lib.cdas.fastgpt2.FastGPT2` only the tokens up to each row's last asked-for position are computed
+        (causal attention) and the last block runs only at the asked-for positions."""
+        if self.fast:
+            h = self.h[idx]
+            last = pos if valid is None else torch.where(valid.to(torch.bool), pos, torch.zeros_like(pos))
+            return self.model.logits_from(self.layer, edit(h[:, :int(last.max()) + 1]), pos, valid)
         h = edit(self.h[idx])
         kw = {k: _index_batch(v, idx, self.n) for k, v in self.kw.items()}
         for blk in self.blocks:
@@ -220,7 +245,8 @@ class Tail:
             h = out[0] if isinstance(out, tuple) else out
         h = self.norm(h)
         h = h.gather(1, pos[..., None].expand(-1, -1, h.shape[-1]))
-        return self.head(h)
+        out = self.head(h)
+        return out if valid is None else out[valid.to(torch.bool)]
 
 
 class _Stop(Exception):
@@ -231,7 +257,10 @@ def tail_for(model, ps, layer):
     """A :class:`Tail` over the pairs' base sequences when the layer is inside the stack, else None."""
     if layer >= n_layers(model):
         return None
-    return Tail(model, layer, ps.base)
+    got = ps.tails.get(layer)
+    if got is None or got[0] is not model:   # frozen backbone: the states below the layer once per pair set
+        got = ps.tails[layer] = (model, Tail(model, layer, ps.base))
+    return got[1]
 
 
 @dataclass
@@ -247,13 +276,31 @@ def _orthogonal_init(C, D, gen):
     return Q[:, :C].T.contiguous()
 
 
-def _logits(model, tail, layer, ps, idx, edit):
-    """Response-position logits (float) of base rows ``idx`` under ``edit`` at ``layer``."""
+def _logits(model, tail, layer, ps, idx, edit, packed=False):
+    """Response-position logits (float) of base rows ``idx`` under ``edit`` at ``layer``: [B, R, V], or with
+    ``packed`` only the real response tokens (``ps.rmask``), row by row: [n tokens, V]."""
+    valid = ps.rmask[idx] > 0 if packed else None
     if tail is not None:
-        return tail.logits(idx, edit, ps.bpos[idx]).float()
+        return tail.logits(idx, edit, ps.bpos[idx], valid).float()
     with residual_hook(model, layer, edit):
         logits = model(input_ids=ps.base[idx], use_cache=False).logits
-    return _gather(logits.float(), ps.bpos[idx])
+    out = _gather(logits.float(), ps.bpos[idx])
+    return out if valid is None else out[valid]
+
+
+def _token_rows(ps, idx):
+    """For the real response tokens of rows ``idx`` (packed row by row): their row in the batch, their flat index
+    into ``[N * R]`` arrays of the pair set, and each row's token count."""
+    valid = ps.rmask[idx] > 0
+    R = ps.rmask.shape[1]
+    rows = valid.nonzero()[:, 0]
+    flat = (idx[:, None] * R + torch.arange(R)[None, :])[valid]
+    return rows, flat, valid.sum(1).to(torch.float32)
+
+
+def _per_pair_mean(tok, rows, counts):
+    """Mean over each pair's response tokens of the packed per-token losses ``tok``, averaged over the pairs."""
+    return (torch.zeros(len(counts), dtype=tok.dtype).index_add(0, rows, tok) / counts).mean()
 
 
 def train_dii(model, ps: PairSet, layer: int, n_concepts: int, *, loss="jsd", epochs=3, lr=0.04, batch=8,
@@ -274,20 +321,24 @@ def train_dii(model, ps: PairSet, layer: int, n_concepts: int, *, loss="jsd", ep
     for p in model.parameters():
         p.requires_grad_(False)
     tail = tail_for(model, ps, layer) if use_tail else None
+    V = ps.src_logp.shape[-1]
+    src_logp = ps.src_logp.reshape(-1, V)
+    src_p = src_logp.exp()
+    src_qlogq = (src_p * src_logp).sum(-1)
     step = 0
     for _ in range(epochs):
         perms = [b[torch.randperm(len(b), generator=gen)] for b in by_c]
         for j in range(n_batches):
             idx = torch.cat([pm[j * batch:(j + 1) * batch] for pm in perms])
             Wrow = W[ps.concept[idx]]
-            logp = torch.log_softmax(_logits(model, tail, layer, ps, idx, rowwise_interchange(Wrow, ps.src_h[idx])), -1)
-            m = ps.rmask[idx]
+            rows, flat, counts = _token_rows(ps, idx)
+            logp = torch.log_softmax(_logits(model, tail, layer, ps, idx, rowwise_interchange(Wrow, ps.src_h[idx]),
+                                             packed=True), -1)                     # [n tokens, V]
             if loss == "ce":
-                tok = -logp.gather(-1, ps.resp[idx][..., None]).squeeze(-1)
+                tok = -logp.gather(-1, ps.resp.flatten()[flat][:, None]).squeeze(-1)
             else:
-                tok = divergence(logp, ps.src_logp[idx], loss)
-            per_pair = (tok * m).sum(1) / m.sum(1)
-            L = per_pair.mean()
+                tok = divergence(logp, src_logp[flat], loss, q=src_p[flat], qlogq=src_qlogq[flat])
+            L = _per_pair_mean(tok, rows, counts)
             opt.zero_grad()
             L.backward()
             opt.lr = lr * (1.0 - step / total)
@@ -325,11 +376,11 @@ def train_lang(model, ps: PairSet, layer: int, n_concepts: int, *, epochs=3, lr=
             parts.append(queues[k][:batch])
             queues[k] = queues[k][batch:]
         idx = torch.tensor(sum(parts, []))
+        rows, flat, counts = _token_rows(ps, idx)
         logp = torch.log_softmax(_logits(model, tail, layer, ps, idx, rowwise_add(V[ps.concept[idx]],
-                                                                                  torch.ones(len(idx)))), -1)
-        m = ps.rmask[idx]
-        tok = -logp.gather(-1, ps.resp[idx][..., None]).squeeze(-1)
-        L = ((tok * m).sum(1) / m.sum(1)).mean()
+                                                                                  torch.ones(len(idx))), packed=True), -1)
+        tok = -logp.gather(-1, ps.resp.flatten()[flat][:, None]).squeeze(-1)
+        L = _per_pair_mean(tok, rows, counts)
         opt.zero_grad()
         L.backward()
         opt.lr = lr * (1.0 - step / total)
@@ -343,15 +394,18 @@ def train_lang(model, ps: PairSet, layer: int, n_concepts: int, *, epochs=3, lr=
 # ---------------------------------------------------------------------------------------------- factors, vectors
 @torch.no_grad()
 def prompt_states(bb, prompts, layer: int) -> torch.Tensor:
-    """Layer-``layer`` states at the source position (the last template token) of each prompt: [N, D]."""
-    ids = [bb.prompt_ids(p) for p in prompts]
+    """Layer-``layer`` states at the source position (the last template token) of each prompt: [N, D] (each
+    distinct prompt is run once)."""
+    uniq = list(dict.fromkeys(prompts))
+    where = {p: k for k, p in enumerate(uniq)}
+    ids = [bb.prompt_ids(p) for p in uniq]
     out = torch.zeros(len(ids), bb.model.config.n_embd if hasattr(bb.model.config, "n_embd")
                       else bb.model.config.hidden_size)
     for L in sorted({len(i) for i in ids}):
         rows = [k for k, i in enumerate(ids) if len(i) == L]
         h = read_states(bb.model, torch.tensor([ids[k] for k in rows]), [layer])[layer]
         out[rows] = h[:, -1].float()
-    return out
+    return out[torch.tensor([where[p] for p in prompts], dtype=torch.long)]
 
 
 def gather_factors(W, h_pos, c_pos, h_neg, c_neg, n_concepts):
@@ -388,15 +442,15 @@ class Steerer:
 
 
 # --------------------------------------------------------------------------------------------------- generation
-def _cache_kw():
+def _cache_kw(model):
+    """The keyword that passes the KV cache back: ``past_key_values`` (FastGPT2, older transformers) or ``cache``."""
+    from .fastgpt2 import FastGPT2
+
+    if isinstance(model, FastGPT2):
+        return "past_key_values"
     import inspect
 
-    from transformers import GPT2LMHeadModel
-
-    return "cache" if "cache" in inspect.signature(GPT2LMHeadModel.forward).parameters else "past_key_values"
-
-
-_CACHE_KW = _cache_kw()
+    return "cache" if "cache" in inspect.signature(type(model).forward).parameters else "past_key_values"
 
 
 def _cache_of(out):
@@ -409,6 +463,7 @@ def cached_greedy(model, input_ids, max_new_tokens, eos_token_id):
     """Greedy decoding with the KV cache (equal rows' lengths, no padding). Position-wise edits (clamp, add) give
     the same tokens as :func:`lib.common.lm_hooks.greedy_generate`, which recomputes every position (a unit test
     checks it); returns [B, T + new], rows that emitted EOS keep emitting it."""
+    kw = _cache_kw(model)
     out = model(input_ids=input_ids, use_cache=True)
     past, ids = _cache_of(out), input_ids
     done = torch.zeros(ids.shape[0], dtype=torch.bool)
@@ -419,9 +474,11 @@ def cached_greedy(model, input_ids, max_new_tokens, eos_token_id):
         ids = torch.cat([ids, nxt[:, None]], 1)
         if bool(done.all()) or step == max_new_tokens - 1:
             break
-        out = model(input_ids=nxt[:, None], use_cache=True, **{_CACHE_KW: past})
+        out = model(input_ids=nxt[:, None], use_cache=True, **{kw: past})
         past = _cache_of(out)
     return ids
+
+
 @torch.no_grad()
 def generate(bb, prompts, layer, edit_fn=None, max_new=26):
     """Greedy responses to ``prompts`` (grouped by token length, no padding) under an optional row-wise edit
