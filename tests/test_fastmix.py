@@ -141,7 +141,7 @@ def test_pile_jsonl_reader_fixture_and_bad_lines(tmp_path):
 def test_config_refuses_bad_parameters_by_name():
     import lib.fastmix as paper
 
-    for kw, name in [({"n1": 0}, "n1"), ({"target": "B"}, "target"), ({"k": 7}, "k"), ({"lr_mix": -1}, "lr_mix"),
+    for kw, name in [({"n1": 0}, "n1"), ({"target": "C"}, "target"), ({"k": 7}, "k"), ({"lr_mix": -1}, "lr_mix"),
                      ({"model_name": "gpt2"}, "model_name"), ({"target_set": "x"}, "target_set"),
                      ({"proxy_embd": 48}, "proxy_embd"), ({"mode": "full", "n_proxies": 4}, "n_proxies")]:
         with pytest.raises(ValueError, match=name):
@@ -287,3 +287,106 @@ def test_run_search_adds_doremi_in_full_mode_only_and_counts_its_steps():
     assert out["DoReMi"]["proxy_steps"] == 2 * cfg.proxy_steps  # reference + Group-DRO proxy
     assert out["RegMix-lite"]["proxy_steps"] == cfg.n_proxies * cfg.proxy_steps == 10 * out["FastMix (head)"]["proxy_steps"]
     assert np.isclose(out["DoReMi"]["alpha"].sum(), 1)
+
+
+class _CharTok:
+    """A stand-in tokenizer (one id per character) with the ``encode_batch`` interface of ``tokenizers``."""
+
+    def encode_batch(self, texts, add_special_tokens=False):
+        return [type("E", (), {"ids": [ord(c) % 50 + 1 for c in t]})() for t in texts]
+
+
+def test_answer_token_mask_covers_exactly_the_answer_tokens():
+    tok, seq = _CharTok(), 12
+    items = [("q: 1+2 a:", " 3"), ("q: 45+67 a:", " 112"), ("a long prompt that must be cut", " 99")]
+    t = mx.encode_items(tok, items, seq)
+    assert t.x.shape == (3, seq + 1) and t.mask.shape == (3, seq)
+    for r, (p, a) in enumerate(items):
+        pid, aid = [e.ids for e in tok.encode_batch([p, a])]
+        row, m = t.x[r].tolist(), t.mask[r]
+        pos = torch.nonzero(m).flatten().tolist()
+        assert [row[j + 1] for j in pos] == aid  # the masked targets are the answer's tokens, in order
+        assert pos == list(range(pos[0], pos[0] + len(aid)))  # contiguous
+        assert row[0] == 0 and all(v == 0 for v in row[pos[-1] + 2:])  # separator first, padding after
+        before = row[1:pos[0] + 1]  # the prompt (its tail when cut)
+        assert before == pid[len(pid) - len(before):] and (len(before) == len(pid) or len(row) == pos[-1] + 2)
+    assert t.mask[2].sum() == 3 and t.x[2, -1] != 0  # the long prompt was cut from the left; the answer kept whole
+    with pytest.raises(ValueError, match="answer"):
+        mx.encode_items(tok, [("q", " " + "9" * 12)], seq)
+
+
+def test_target_b_loss_equals_a_hand_computation():
+    import math
+
+    logits = torch.tensor([[[2.0, 0.0, 0.0], [0.0, 1.0, 0.0]], [[0.0, 0.0, 3.0], [1.0, 1.0, 1.0]]])
+    x = torch.tensor([[0, 1, 2], [0, 2, 0]])  # targets (1, 2) and (2, 0)
+    mask = torch.tensor([[False, True], [True, True]])
+
+    def ce(z, y):
+        return -(z[y] - math.log(sum(math.exp(v) for v in z)))
+
+    want = (ce([0.0, 1.0, 0.0], 2) + ce([0.0, 0.0, 3.0], 2) + ce([1.0, 1.0, 1.0], 0)) / 3
+    assert float(mx.masked_loss(logits, x, mask)) == pytest.approx(want, rel=1e-6)
+    # eval_loss on a Masked target: chunks are combined by token counts, not by chunk means
+    model = _model()
+    g = torch.Generator().manual_seed(1)
+    t = mx.Masked(torch.randint(1, 40, (5, 9), generator=g), torch.rand(5, 8, generator=g) < 0.3)
+    t.mask[0, 0] = True
+    with torch.no_grad():
+        whole = float(mx.masked_loss(model.forward(t.x[:, :-1])[1], t.x, t.mask))
+    assert mx.eval_loss(model, t, chunk=2) == pytest.approx(whole, rel=1e-5)
+    # head-only and full hypergradients of the answer-token target agree when only the head trains
+    for n, p in model.named_parameters():
+        p.requires_grad_(n == "lm_head.weight")
+    smp, _ = _sampler()
+    xb, group = smp.uniform(3)
+    gh, _ = mx.one_step_hypergrad(model, xb, group, t, 3, eta=0.1, head_only=True)
+    gf, _ = mx.one_step_hypergrad(model, xb, group, t, 3, eta=0.1, head_only=False)
+    assert np.allclose(gh, gf, rtol=1e-4, atol=1e-9) and np.abs(gh).max() > 0
+
+
+def test_cloze_and_qa_items_are_well_formed():
+    from lib.fastmix.data import arithmetic_qa_split, cloze_items
+
+    docs = load_stdlib_sources()["target_a"]
+    items = cloze_items(docs, 50, np.random.default_rng(0))
+    flat = [" ".join(d.split()) for d in docs]
+    assert len(items) == 50 and len(set(items)) > 40
+    for p, a in items:
+        assert a.startswith(" ") and a[1:].isalpha() and len(a) >= 4  # one word of >= 3 letters
+        assert 3 <= len(p.split()) <= 12 and any((p + a) in f for f in flat)  # a contiguous span of a docstring
+    with pytest.raises(ValueError, match="cloze_items"):
+        cloze_items(["too short here"], 1, np.random.default_rng(0))
+    val, test = arithmetic_qa_split(300, 300, np.random.default_rng(0))
+    assert not {p for p, _ in val} & {p for p, _ in test}
+    for p, a in val + test:
+        x, y = p[len("q: "):-len(" a:")].split("+")
+        assert p == f"q: {x}+{y} a:" and a == f" {int(x) + int(y)}" and 0 <= int(x) < 100 and 0 <= int(y) < 100
+
+
+def test_run_target_b_searches_on_the_masked_target_and_reuses_target_agnostic_mixtures():
+    from lib.fastmix import experiments as ex
+
+    cfg, setup, search = _tiny_full()
+    g = torch.Generator().manual_seed(3)
+    qa = mx.Masked(mx.stream_rows(torch.arange(1, 39).repeat(4), 6, 8, 4), torch.rand(6, 8, generator=g) < 0.4)
+    qa.mask[:, -1] = True
+    setup.target_b = dict(val=qa, test=qa, cloze=qa)
+    setup.test_x = setup.val_x
+    rm = search["RegMix-lite"]
+    rm.update(losses_b=rm["losses"][::-1].copy(), proxy_steps=10 * cfg.proxy_steps)
+    search["FastMix (head)"] = dict(alpha=np.array([0.7, 0.2, 0.1]), proxy_steps=cfg.proxy_steps)
+    search["DoReMi"] = dict(alpha=np.array([0.2, 0.2, 0.6]), proxy_steps=2 * cfg.proxy_steps)
+    table, out = ex.run_target_b(cfg, setup, search)
+    assert list(table.index) == ["uniform", "FastMix (head)", "FastMix (full)", "RegMix-lite", "DoReMi",
+                                 "FastMix (target A)"]
+    assert np.allclose(out["RegMix-lite"]["alpha"], mx.regmix_fit(rm["mixtures"], rm["losses_b"],
+                                                                  cfg.rng("regmix-b"), seed=cfg.seed))
+    assert np.allclose(out["DoReMi"]["alpha"], [0.2, 0.2, 0.6]) and np.allclose(out["FastMix (target A)"]["alpha"],
+                                                                                   [0.7, 0.2, 0.1])
+    assert not np.allclose(out["FastMix (head)"]["alpha"], 1 / 3)  # the search moved on the answer-token signal
+    assert list(table.proxy_steps) == [0, 10, 10, 100, 20, 10] and np.isfinite(table.qa_loss).all()
+    assert ex.c6_value(table) == pytest.approx(table.qa_loss["FastMix (head)"]
+                                               / table.qa_loss[["uniform", "RegMix-lite", "DoReMi"]].min())
+    setup.target_b = None
+    assert ex.run_target_b(cfg, setup, search) is None

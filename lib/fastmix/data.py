@@ -176,3 +176,35 @@ def build_corpora(sources, rng: np.random.Generator, *, data_path=None, target_s
         train[s], held[s] = _split(list(texts), rng)
     val, test = _split(list(shipped["target_a"]), rng, 0.5)
     return Corpora(list(sources), train, held, val, test, "docs{" + ",".join(TARGET_A) + "}", dict(shipped["meta"]))
+
+
+# ---------------------------------------------------------------- target B: arithmetic QA and a docstring cloze
+QA_PROMPT = "q: {a}+{b} a:"  # answer: " {a + b}"; the loss counts the answer's tokens only
+
+
+def arithmetic_qa_split(n_val: int, n_test: int, rng: np.random.Generator):
+    """Target B's items (the SFT variant's stand-in for GSM8K): (prompt, answer) pairs such as ("q: 12+30 a:",
+    " 42"), operands 0-99; the validation and test questions are distinct pairs (no question in both)."""
+    if n_val + n_test > 10_000:
+        raise ValueError(f"arithmetic QA has 10,000 distinct questions; asked for {n_val} + {n_test}")
+    pairs = rng.permutation(10_000)[:n_val + n_test]
+    items = [(QA_PROMPT.format(a=int(p) // 100, b=int(p) % 100), f" {int(p) // 100 + int(p) % 100}") for p in pairs]
+    return items[:n_val], items[n_val:]
+
+
+def cloze_items(docs, n: int, rng: np.random.Generator, *, context_words: int = 12, min_len: int = 3):
+    """The transfer task: ``n`` docstring cloze items (prompt, answer): the prompt is up to ``context_words``
+    consecutive words of a docstring, the answer " <word>" the word that follows it (letters only, >= ``min_len``
+    of them), so that prompt + answer is a contiguous, whitespace-normalised span of the docstring."""
+    cands = []
+    for d, doc in enumerate(docs):
+        w = doc.split()
+        cands += [(d, j) for j in range(3, len(w)) if w[j].isalpha() and len(w[j]) >= min_len]
+    if len(cands) < n:
+        raise ValueError(f"cloze_items: {len(cands)} candidate positions in {len(docs)} texts; need {n}")
+    out = []
+    for c in rng.choice(len(cands), size=n, replace=False):
+        d, j = cands[int(c)]
+        w = docs[d].split()
+        out.append((" ".join(w[max(0, j - context_words):j]), " " + w[j]))
+    return out

@@ -10,7 +10,7 @@ import torch
 from lib.common.threads import limit_threads
 
 from . import mixture as mx
-from .data import DOC_SOURCES, build_corpora
+from .data import DOC_SOURCES, arithmetic_qa_split, build_corpora, cloze_items
 
 
 @dataclass
@@ -24,6 +24,7 @@ class Setup:
     test_x: torch.Tensor  # target test rows (the reported target loss), disjoint texts
     heldout_x: dict  # source -> held-out rows (None for noise)
     info: dict
+    target_b: dict = None  # F7 (full mode, or target="B"): Masked "val" / "test" arithmetic QA, "cloze"; items
 
 
 def _encode(tok, texts):
@@ -54,7 +55,21 @@ def prepare(cfg) -> Setup:
             held[s] = mx.stream_rows(st, cfg.n_eval_rows, L, cfg.seed + 3 + j)
     info = {"n_tokens": {s: (0 if st is None else int(st.numel())) for s, st in zip(cor.names, streams)},
             "vocab_size": V, **cor.info}
-    return Setup(cor, tok, V, list(cor.names), streams, val_x, test_x, held, info)
+    setup = Setup(cor, tok, V, list(cor.names), streams, val_x, test_x, held, info)
+    if cfg.mode == "full" or cfg.target == "B":  # quick mode with target A builds nothing more (and draws no RNG)
+        setup.target_b = prepare_target_b(cfg, tok, cor.target_val + cor.target_test)
+    return setup
+
+
+def prepare_target_b(cfg, tok, cloze_docs):
+    """Target B (the SFT variant): arithmetic QA rows scored on the answer tokens only, validation (the search
+    signal) and test questions distinct; the transfer task, a cloze on target A's docstrings (never trained on),
+    also scored on its answer word. One item per row, ``cfg.n_val_rows`` / ``cfg.n_eval_rows`` rows."""
+    rng = cfg.rng("target_b")
+    val, test = arithmetic_qa_split(cfg.n_val_rows, cfg.n_eval_rows, rng)
+    cloze = cloze_items(cloze_docs, cfg.n_eval_rows, rng)
+    return dict(val=mx.encode_items(tok, val, cfg.seq_len), test=mx.encode_items(tok, test, cfg.seq_len),
+                cloze=mx.encode_items(tok, cloze, cfg.seq_len), items=dict(val=val, test=test, cloze=cloze))
 
 
 def sampler(cfg, setup, name):
@@ -80,11 +95,12 @@ def run_search(cfg, setup):
                                 lam=cfg.lam, beta=cfg.beta, head_only=head_only, per_source=cfg.per_source)
         out[name] = dict(alpha=res.alpha, proxy_steps=res.proxy_steps, passes=res.passes, trajectory=res.trajectory,
                          outer_steps=res.outer_steps)
+    extra = None if setup.target_b is None else {"B": setup.target_b["val"]}  # F7 refits on these (no new proxy)
     rm = mx.regmix_lite(lambda m: proxy(cfg, setup, f"regmix{m}"), sampler(cfg, setup, "regmix"), setup.val_x,
                         n_proxies=cfg.n_proxies, steps=cfg.proxy_steps, rng=cfg.rng("regmix"),
-                        n_rows=cfg.per_source * k, seed=cfg.seed)
+                        n_rows=cfg.per_source * k, seed=cfg.seed, extra_targets=extra)
     out["RegMix-lite"] = dict(alpha=rm.alpha, proxy_steps=rm.proxy_steps, passes=rm.passes, trajectory=None,
-                              mixtures=rm.mixtures, losses=rm.losses)
+                              mixtures=rm.mixtures, losses=rm.losses, losses_b=rm.extra_losses.get("B"))
     if cfg.mode == "full":  # DoReMi in full mode only (as the issue): a reference and a proxy of proxy_steps each
         dr = mx.doremi(proxy(cfg, setup, "doremi-ref", n2=1), proxy(cfg, setup, "doremi", n2=1),
                        sampler(cfg, setup, "doremi"), steps=cfg.proxy_steps, lr=cfg.lr, per_source=cfg.per_source)
@@ -286,3 +302,47 @@ def c5_values(abl, rob):
                 c5b=best(n1_rows[n1_rows.n1.isin([10, 20])]) / best(n1_rows[n1_rows.n1.isin([1, 50])]),
                 c5c=float(fm.std(ddof=1) / rm.std(ddof=1)), std_fastmix=float(fm.std(ddof=1)),
                 std_regmix=float(rm.std(ddof=1)), mean_fastmix=float(fm.mean()), mean_regmix=float(rm.mean()))
+
+
+# ---------------------------------------------------------------- F7: target B (the paper's SFT table)
+@limit_threads(1)
+def run_target_b(cfg, setup, search):
+    """F7: the mixture search with target B (arithmetic QA, answer-token loss) as the signal. FastMix (head-only and
+    full) runs a new proxy search on target B's validation rows; RegMix-lite refits its regressor on the answer-token
+    losses of the *same* M proxies as the target-A search (scored on both targets when trained; charged their full
+    proxy steps again); DoReMi never sees a target, so its mixture is the target-A run's; "FastMix (target A)" is the
+    target-A mixture, for contrast. Each mixture trains a fresh evaluation model (the same init and batch stream for
+    all) scored on target B's test questions, on the transfer cloze (both answer tokens only) and on target A's test
+    split. Returns (table, searches), or None when the run has no target B (quick mode with target="A")."""
+    tb = setup.target_b
+    if tb is None:
+        return None
+    k = len(setup.names)
+    out = {"uniform": dict(alpha=np.full(k, 1 / k), proxy_steps=0)}
+    for head_only, name in ((True, "FastMix (head)"), (False, "FastMix (full)")):
+        res = mx.fastmix_search(proxy(cfg, setup, "fastmix-b"), sampler(cfg, setup, "fastmix-b"), tb["val"],
+                                steps=cfg.proxy_steps, n1=cfg.n1, n2=cfg.n2, lr=cfg.lr, lr_mix=cfg.lr_mix,
+                                lam=cfg.lam, beta=cfg.beta, head_only=head_only, per_source=cfg.per_source)
+        out[name] = dict(alpha=res.alpha, proxy_steps=res.proxy_steps, trajectory=res.trajectory)
+    rm = search["RegMix-lite"]
+    out["RegMix-lite"] = dict(alpha=mx.regmix_fit(rm["mixtures"], rm["losses_b"], cfg.rng("regmix-b"), seed=cfg.seed),
+                              proxy_steps=rm["proxy_steps"])
+    if "DoReMi" in search:
+        out["DoReMi"] = dict(alpha=search["DoReMi"]["alpha"], proxy_steps=search["DoReMi"]["proxy_steps"])
+    out["FastMix (target A)"] = dict(alpha=search["FastMix (head)"]["alpha"],
+                                     proxy_steps=search["FastMix (head)"]["proxy_steps"])
+    rows = []
+    for method, r in out.items():
+        model = proxy(cfg, setup, "target-b", size="target")
+        mx.train_on_mixture(model, sampler(cfg, setup, "target-b"), r["alpha"], steps=cfg.target_steps, lr=cfg.lr,
+                            n_rows=cfg.per_source * k)
+        rows.append(dict(method=method, qa_loss=mx.eval_loss(model, tb["test"]), cloze_loss=mx.eval_loss(model, tb["cloze"]),
+                         target_a_loss=mx.eval_loss(model, setup.test_x), proxy_steps=r["proxy_steps"],
+                         **{f"a[{s}]": float(a) for s, a in zip(setup.names, r["alpha"])}))
+    return pd.DataFrame(rows).set_index("method"), out
+
+
+def c6_value(table):
+    """C6: FastMix (head)'s target-B test loss / the best of the baselines' (uniform, RegMix-lite, DoReMi where run)."""
+    base = table.loc[[m for m in ("uniform", "RegMix-lite", "DoReMi") if m in table.index], "qa_loss"]
+    return float(table.loc["FastMix (head)", "qa_loss"] / base.min())

@@ -1,6 +1,7 @@
 """FastMix's machinery: the uniform-sampling sampler, the alpha-weighted loss (the reparameterisation lemma), the
 one-step hypergradient (head-only as in the official code, full as in the paper), n2-step unrolled hypergradients,
-the alternating search, RegMix-lite, DoReMi (small form), and training/evaluating a model on a mixture.
+the alternating search, RegMix-lite, DoReMi (small form), and training/evaluating a model on a mixture. A target is
+either rows (every token counts, target A) or a ``Masked`` batch (answer tokens only, target B).
 
 Counting: every method reports ``proxy_steps`` (optimizer steps of proxy models) and ``passes`` (forward+backward
 passes of a proxy, hypergradient and evaluation passes included).
@@ -8,6 +9,7 @@ passes of a proxy, hypergradient and evaluation passes included).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -83,6 +85,45 @@ def weighted_lm_loss(row_loss, group, alpha):
     return (w * row_loss).sum() / w.sum()
 
 
+class Masked(NamedTuple):
+    """A target scored on some tokens only (target B: the answer tokens): rows ``x`` (B, T + 1) and ``mask`` (B, T),
+    True where the predicted token ``x[:, t + 1]`` counts. A plain tensor as a target means every token counts."""
+
+    x: torch.Tensor
+    mask: torch.Tensor
+
+
+def encode_items(tok, items, seq_len: int) -> Masked:
+    """(prompt, answer) items -> one row each: [0] + prompt ids + answer ids, right-padded with 0 (``<|endoftext|>``,
+    also the documents' separator in the training streams); prompt and answer are encoded apart, so the mask covers
+    exactly the answer's tokens. A prompt too long for ``seq_len + 1`` tokens loses its first tokens."""
+    from lib.common.bpe import encode_texts
+
+    L = seq_len + 1
+    P, A = encode_texts(tok, [p for p, _ in items]), encode_texts(tok, [a for _, a in items])
+    x, mask = torch.zeros(len(items), L, dtype=torch.long), torch.zeros(len(items), seq_len, dtype=torch.bool)
+    for r, (pi, ai) in enumerate(zip(P, A)):
+        if not ai or len(ai) > L - 2:
+            raise ValueError(f"item {r}: answer {items[r][1]!r} has {len(ai)} tokens; allowed 1..{L - 2}")
+        ids = [0] + pi[len(pi) - min(len(pi), L - 1 - len(ai)):] + ai
+        x[r, :len(ids)] = torch.tensor(ids)
+        mask[r, len(ids) - len(ai) - 1:len(ids) - 1] = True
+    return Masked(x, mask)
+
+
+def masked_loss(logits, x, mask):
+    """Mean next-token cross-entropy over the masked target positions (target B's answer-token loss)."""
+    m = mask.to(logits.dtype)
+    return (per_token_loss(logits, x) * m).sum() / m.sum()
+
+
+def target_loss(model, target, params=None):
+    """The target's loss: the mean over all tokens for rows, over the masked tokens for a :class:`Masked`."""
+    if isinstance(target, Masked):
+        return masked_loss(hidden_and_logits(model, target.x, params)[1], target.x, target.mask)
+    return per_row_loss(hidden_and_logits(model, target, params)[1], target).mean()
+
+
 def source_means(row_loss, group, k):
     return torch.zeros(k, dtype=row_loss.dtype).index_add(0, group, row_loss) / torch.bincount(group, minlength=k)
 
@@ -118,8 +159,14 @@ def one_step_hypergrad(model, train_x, group, val_x, k, *, eta, beta=0.0, head_o
         with torch.no_grad():
             h, lg = hidden_and_logits(model, train_x)
             G = head_grads_by_source(h, lg, train_x, group, k)
-            hv, lv = hidden_and_logits(model, val_x)
-            gv = head_grad_rows(hv, lv, val_x).mean(0).flatten()
+            if isinstance(val_x, Masked):  # the LM-head gradient of the answer-token loss
+                hv, lv = hidden_and_logits(model, val_x.x)
+                p = torch.softmax(lv, -1) - F.one_hot(val_x.x[:, 1:], lv.shape[-1]).to(lv.dtype)
+                m = val_x.mask.to(lv.dtype)[..., None]
+                gv = (torch.einsum("btv,btd->vd", p * m, hv) / m.sum()).flatten()
+            else:
+                hv, lv = hidden_and_logits(model, val_x)
+                gv = head_grad_rows(hv, lv, val_x).mean(0).flatten()
         passes = 2  # one forward each; the head gradients are closed-form
     else:
         params = [p for p in model.parameters() if p.requires_grad]
@@ -127,8 +174,11 @@ def one_step_hypergrad(model, train_x, group, val_x, k, *, eta, beta=0.0, head_o
         # k gradients for the cost of one pass over the batch
         G = torch.cat([full_grads(model, [per_row_loss(hidden_and_logits(model, train_x[group == i])[1],
                                                        train_x[group == i]).mean()], params) for i in range(k)])
-        hv, lv = hidden_and_logits(model, val_x)
-        gv = full_grads(model, [per_row_loss(lv, val_x).mean()], params)[0]
+        if isinstance(val_x, Masked):
+            gv = full_grads(model, [target_loss(model, val_x)], params)[0]
+        else:
+            hv, lv = hidden_and_logits(model, val_x)
+            gv = full_grads(model, [per_row_loss(lv, val_x).mean()], params)[0]
         passes = 2  # one forward+backward over the training rows (split by source), one over the validation rows
     direction = gv + beta * G.mean(0)
     return (-eta * (G @ direction)).double().numpy(), passes
@@ -149,8 +199,11 @@ def unrolled_hypergrad(model, sampler, val_x, alpha, *, n2, eta, per_source, bet
         L = weighted_lm_loss(per_row_loss(lg, x), group, a)
         gs = torch.autograd.grad(L, list(w.values()), create_graph=True)
         w = {n: p - eta * g for (n, p), g in zip(w.items(), gs)}
-    lv = hidden_and_logits(model, val_x, {**fixed, **w})[1]
-    target = per_row_loss(lv, val_x).mean()
+    if isinstance(val_x, Masked):
+        target = target_loss(model, val_x, {**fixed, **w})
+    else:
+        lv = hidden_and_logits(model, val_x, {**fixed, **w})[1]
+        target = per_row_loss(lv, val_x).mean()
     if beta:
         x, group = sampler.uniform(per_source)
         lt = hidden_and_logits(model, x, {**fixed, **w})[1]
@@ -324,6 +377,10 @@ def train_on_mixture(model, sampler, alpha, *, steps, lr=3e-3, n_rows=48):
 @torch.no_grad()
 def eval_loss(model, x, chunk=64):
     model.eval()
+    if isinstance(x, Masked):  # answer-token loss: the sum over masked tokens of all chunks / their count
+        tot = sum(float((per_token_loss(hidden_and_logits(model, x.x[i:i + chunk])[1], x.x[i:i + chunk])
+                         * x.mask[i:i + chunk]).sum()) for i in range(0, len(x.x), chunk))
+        return tot / float(x.mask.sum())
     out = [per_row_loss(hidden_and_logits(model, x[i:i + chunk])[1], x[i:i + chunk]) for i in range(0, len(x), chunk)]
     return float(torch.cat(out).mean())
 
@@ -340,21 +397,25 @@ class RegMixResult:
     losses: np.ndarray  # (M,) target validation loss of each proxy
     proxy_steps: int
     passes: int
+    extra_losses: dict = field(default_factory=dict)  # name -> (M,) loss of each proxy on another target
 
 
 def regmix_lite(proxy_factory, sampler, val_x, *, n_proxies, steps, rng, lr=3e-3, n_rows=48, n_candidates=100_000,
-                top=10, seed=0):
+                top=10, seed=0, extra_targets=None):
     """RegMix-lite: M proxies on Dirichlet mixtures, a GradientBoostingRegressor mixture -> target loss, the mean of
     the top-``top`` predicted mixtures among ``n_candidates`` random simplex points (:func:`regmix_fit`)."""
     k = sampler.k
     mixes = dirichlet_candidates(k, n_proxies, rng)
-    losses = []
+    losses, extra = [], {name: [] for name in (extra_targets or {})}
     for m in range(n_proxies):
         model = train_on_mixture(proxy_factory(m), sampler, mixes[m], steps=steps, lr=lr, n_rows=n_rows)
         losses.append(eval_loss(model, val_x))
+        for name, t in (extra_targets or {}).items():  # the same proxies scored on another target (no RNG drawn)
+            extra[name].append(eval_loss(model, t))
     losses = np.array(losses)
     alpha = regmix_fit(mixes, losses, rng, n_candidates=n_candidates, top=top, seed=seed)
-    return RegMixResult(alpha, mixes, losses, n_proxies * steps, n_proxies * (steps + 1))
+    return RegMixResult(alpha, mixes, losses, n_proxies * steps, n_proxies * (steps + 1),
+                        {name: np.array(v) for name, v in extra.items()})
 
 
 def regmix_fit(mixes, losses, rng, *, n_candidates=100_000, top=10, seed=0):

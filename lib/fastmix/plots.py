@@ -124,3 +124,29 @@ def robustness(rob, names, title):
               fontsize=7)
     fig.suptitle(title)
     return fig
+
+
+def target_b(table, names, title):
+    """F7 (the paper's SFT table): per method, the evaluation model's answer-token loss on target B's test questions
+    and on the transfer cloze (left), and the mixture found with target B as the search signal (right)."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw=dict(width_ratios=[1, 1.6]))
+    methods = list(table.index)
+    xs = np.arange(len(methods))
+    for j, (col, lab) in enumerate((("qa_loss", "target B: arithmetic QA"), ("cloze_loss", "transfer: docstring cloze"))):
+        a1.bar(xs + (j - 0.5) * 0.38, table[col].to_numpy(dtype=float), 0.38, label=lab, color=f"C{j}",
+               edgecolor=[COLORS.get(m, "k") for m in methods], linewidth=1.5)
+    a1.set_xticks(xs, [m.replace(" (", "\n(") for m in methods], fontsize=7)
+    a1.set_ylabel("answer-token loss (nats/token)")
+    a1.set_title("Model trained on each mixture")
+    a1.legend(fontsize=7)
+    w = 0.8 / len(methods)
+    ys = np.arange(len(names))
+    for j, m in enumerate(methods):
+        a2.bar(ys + j * w, table.loc[m, [f"a[{s}]" for s in names]].to_numpy(dtype=float), w, label=m,
+               color=COLORS.get(m, f"C{j + 5}"))
+    a2.set_xticks(ys + 0.4 - w / 2, names, rotation=30, ha="right")
+    a2.set_ylabel("mixture weight alpha_i")
+    a2.set_title("Mixtures (search signal: target B)")
+    a2.legend(fontsize=7)
+    fig.suptitle(title)
+    return fig
