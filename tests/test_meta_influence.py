@@ -222,3 +222,89 @@ def test_all_task_if_matches_reference_and_predicts_loto():
     act = cold.lam - res.lam
     cos = act @ ati.dlam[2] / (np.linalg.norm(act) * np.linalg.norm(ati.dlam[2]))
     assert cos > 0.9, cos
+
+
+# ---- setting B (MLP inner model, lib.meta_influence.mlp) on tiny sizes ----
+
+def _tiny_mlp_tasks(T=3, n=6, m=5, d=5, C=3, hid=4, seed=0):
+    import torch
+
+    from lib.meta_influence import mlp as M
+
+    g = torch.Generator().manual_seed(seed)
+    eye = torch.eye(C, dtype=M.DTYPE)
+    Xs = torch.randn(T, n, d, generator=g, dtype=M.DTYPE)
+    Xq = torch.randn(T, m, d, generator=g, dtype=M.DTYPE)
+    ys = torch.randint(0, C, (T, n), generator=g)
+    yq = torch.randint(0, C, (T, m), generator=g)
+    tasks = M.MLPTasks(Xs, eye[ys], Xq, eye[yq], hid)
+    lam = torch.randn(tasks.dim, generator=g, dtype=M.DTYPE) * 0.5
+    return tasks, lam
+
+
+def test_mlp_hvp_equals_explicit_hessian():
+    import torch
+
+    from lib.meta_influence import mlp as M
+
+    tasks, lam = _tiny_mlp_tasks()
+    th = lam.expand(len(tasks), -1) + 0.1 * torch.randn(len(tasks), tasks.dim, dtype=M.DTYPE,
+                                                        generator=torch.Generator().manual_seed(1))
+    V = torch.randn(th.shape, dtype=M.DTYPE, generator=torch.Generator().manual_seed(2))
+    Hv = M.hvp_loss(th, V, tasks.Xs, tasks.Ys, tasks.hid)
+    for t in range(len(tasks)):
+        f = lambda p: M.task_losses(p[None], tasks.Xs[t:t + 1], tasks.Ys[t:t + 1], tasks.hid)[0]  # noqa: E731
+        Hm = torch.func.hessian(f)(th[t])
+        assert torch.allclose(Hm @ V[t], Hv[t], atol=1e-12, rtol=1e-10)
+
+
+def test_mlp_inner_solve_converges_to_tolerance():
+    import torch
+
+    from lib.meta_influence import mlp as M
+
+    tasks, lam = _tiny_mlp_tasks()
+    inn = M.inner_solve(lam, tasks, mu=1.0, tol=1e-11)
+    g = M.grad_loss(inn.theta, tasks.Xs, tasks.Ys, tasks.hid) + 1.0 * (inn.theta - lam)
+    assert float(torch.linalg.vector_norm(g, dim=1).max()) < 1e-11
+    assert float((inn.theta - lam).abs().max()) > 1e-3  # the inner problem did adapt
+
+
+def test_mlp_total_hvp_matches_finite_difference_of_total_gradient():
+    import torch
+
+    from lib.meta_influence import mlp as M
+
+    tasks, lam = _tiny_mlp_tasks()
+    mu, rho = 2.0, 0.5
+    w = torch.tensor([1.0, 0.0, 1.0], dtype=M.DTYPE)  # a removed task must drop out
+    v = torch.randn(tasks.dim, dtype=M.DTYPE, generator=torch.Generator().manual_seed(3))
+    pt = M.at(lam, tasks, mu)
+    eps = 1e-5
+    fd = (M.outer_grad(M.at(lam + eps * v, tasks, mu), w, rho) - M.outer_grad(M.at(lam - eps * v, tasks, mu), w, rho)) / (2 * eps)
+    full = M.total_hvp(pt, tasks, mu, rho, w, v, "full")
+    sur = M.total_hvp(pt, tasks, mu, rho, w, v, "surrogate")
+    err = float(torch.linalg.vector_norm(full - fd) / torch.linalg.vector_norm(fd))
+    assert err < 1e-6
+    # the third-order term is not negligible here, so the surrogate must differ from the derivative
+    assert float(torch.linalg.vector_norm(sur - fd) / torch.linalg.vector_norm(fd)) > 100 * err
+
+
+def test_mlp_task_if_tends_to_first_order_as_mu_grows():
+    """J = mu K^{-1} -> I as mu grows, so the pieces of the full task-IF (total gradient G_k, total-Hessian products)
+    must approach the first-order IF's (grad L^val_k, sum_k hess L^val_k + rho I); at mu = 1 they differ."""
+    import torch
+
+    from lib.meta_influence import mlp as M
+
+    tasks, lam = _tiny_mlp_tasks(T=4, seed=4)
+    w = torch.ones(len(tasks), dtype=M.DTYPE)
+    v = torch.randn(tasks.dim, dtype=M.DTYPE, generator=torch.Generator().manual_seed(6))
+    gaps = []
+    for mu in (1.0, 300.0):
+        pt = M.at(lam, tasks, mu)
+        hv_full = M.total_hvp(pt, tasks, mu, 1.0, w, v, "full")
+        hv_fo = M.total_hvp(pt, tasks, mu, 1.0, w, v, "first_order")
+        gaps.append(max(float(torch.linalg.vector_norm(pt.G - pt.g_val) / torch.linalg.vector_norm(pt.g_val)),
+                        float(torch.linalg.vector_norm(hv_full - hv_fo) / torch.linalg.vector_norm(hv_fo))))
+    assert gaps[1] < 0.05 and gaps[1] < 0.1 * gaps[0], gaps
