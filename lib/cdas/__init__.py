@@ -39,6 +39,7 @@ SIZES = {
         "layers": (),  # layer sweep (Figure 1b, C5): full mode
         "archs": (),  # scale (Figure 7): full mode
         "refusal": False,  # refusal case (Figure 5, C3): full mode
+        "backdoor": False,  # backdoor class in the backbone's training data and the backdoor case (Figure 6, C6)
     },
     "full": {
         "n_concepts": 10,
@@ -50,6 +51,7 @@ SIZES = {
         "layers": (1, 2, 3),
         "archs": ("small", "large"),
         "refusal": True,
+        "backdoor": True,
     },
 }
 

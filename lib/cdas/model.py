@@ -27,20 +27,23 @@ ARCHS = {"small": dict(n_layer=2, n_embd=64, n_head=4), "base": dict(n_layer=4, 
          "large": dict(n_layer=6, n_embd=256, n_head=8)}
 RECIPE = {"arch": "base", "vocab_size": 1024, "n_positions": 64, "n_transcripts": 40000, "steps": 1500,
           "batch_size": 32, "seq_len": 64, "lr": 3e-3, "warmup_steps": 50, "seed": 0}
+# A backbone trained with the world's backdoor class (full mode) records ``"backdoor": True`` in its recipe; a recipe
+# without the key (the shipped checkpoint's, and :data:`RECIPE`) has no backdoor class in its training data.
 
 
-def build_tokenizer(seed: int = 0, vocab_size: int = 1024):
+def build_tokenizer(seed: int = 0, vocab_size: int = 1024, backdoor: bool = False):
     """BPE (``lib.common.bpe.train_bpe``) on 4,000 world transcripts plus the word list; specials ``<|endoftext|>``
-    (id 0), ``<user>``, ``<model>``."""
-    texts = World(seed).transcripts(4000) + [" " + " ".join(all_words())] * 5
+    (id 0), ``<user>``, ``<model>``. ``backdoor``: the transcripts and word list include the backdoor class."""
+    texts = World(seed).transcripts(4000, backdoor=backdoor) + [" " + " ".join(all_words(backdoor))] * 5
     return train_bpe(texts, vocab_size, special_tokens=SPECIALS)
 
 
 class Backbone:
     """A model, its tokenizer and helpers to encode chat turns (``ids`` include the leading ``<|endoftext|>``)."""
 
-    def __init__(self, model, tok, name="tiny", hub_tokenizer=False):
+    def __init__(self, model, tok, name="tiny", hub_tokenizer=False, backdoor=False):
         self.model, self.tok, self.name, self.hub = model, tok, name, hub_tokenizer
+        self.backdoor = bool(backdoor)   # trained with the world's backdoor class (the backdoor case needs it)
         self.bos = 0 if not hub_tokenizer else (tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id)
         self.eos = 0 if not hub_tokenizer else tok.eos_token_id
         self.n_layer = model.config.n_layer if hasattr(model.config, "n_layer") else model.config.num_hidden_layers
@@ -77,15 +80,20 @@ def load_checkpoint(path=None, device="cpu") -> Backbone:
     return Backbone(model.to(device).eval(), tok, name=f"tiny GPT-2 {recipe['arch']} (shipped)")
 
 
-def train_backbone(arch="base", seed=0, steps=None, n_transcripts=None, device="cpu", verbose=False):
-    """Train a tiny GPT-2 on the world's transcripts (the recipe of :data:`RECIPE`, with ``arch``/``seed``)."""
+def train_backbone(arch="base", seed=0, steps=None, n_transcripts=None, device="cpu", verbose=False, backdoor=False):
+    """Train a tiny GPT-2 on the world's transcripts (the recipe of :data:`RECIPE`, with ``arch``/``seed``).
+    ``backdoor``: the transcripts (and the tokenizer's) include the world's backdoor class, recorded in the returned
+    recipe as ``"backdoor": True`` (without it the recipe, corpus and model are exactly those of before the flag)."""
     r = dict(RECIPE, arch=arch, seed=seed)
     if steps is not None:
         r["steps"] = int(steps)
     if n_transcripts is not None:
         r["n_transcripts"] = int(n_transcripts)
-    tok = build_tokenizer(0, r["vocab_size"])
-    stream = encode_corpus(tok, World(seed).transcripts(r["n_transcripts"]), separator=0)
+    if backdoor:
+        r["backdoor"] = True
+    bd = bool(r.get("backdoor", False))
+    tok = build_tokenizer(0, r["vocab_size"], backdoor=bd)
+    stream = encode_corpus(tok, World(seed).transcripts(r["n_transcripts"], backdoor=bd), separator=0)
     model = make_gpt2(r["vocab_size"], n_positions=r["n_positions"], seed=seed, device=device, **ARCHS[arch])
     t0 = time.perf_counter()
     log = train_lm(model, stream, steps=r["steps"], lr=r["lr"], batch_size=r["batch_size"], seq_len=r["seq_len"],
@@ -93,7 +101,8 @@ def train_backbone(arch="base", seed=0, steps=None, n_transcripts=None, device="
     if verbose:
         print(f"trained {arch} for {r['steps']} steps in {time.perf_counter() - t0:.1f} s; loss "
               f"{log.losses[0]:.2f} -> {np.mean(log.losses[-50:]):.3f}")
-    return Backbone(from_hf(model).to(device), tok, name=f"tiny GPT-2 {arch} (trained here, seed {seed})"), log, r
+    name = f"tiny GPT-2 {arch} (trained here, seed {seed}{', with the backdoor class' if bd else ''})"
+    return Backbone(from_hf(model).to(device), tok, name=name, backdoor=bd), log, r
 
 
 def load_hub_backbone(model_name, device="cpu") -> Backbone:

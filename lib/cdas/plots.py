@@ -149,3 +149,29 @@ def fig_scale(df, title):
     ax.set_ylabel("CDAS - Lang. steering score")
     ax.set_title(title)
     return fig
+
+
+def fig_backdoor(bd, title):
+    """Left: backdoor rate (share of hostile completions on held-out triggered prompts) per method, unsteered first;
+    right: utility drop on clean prompts vs KL(unsteered || steered) on clean transcripts (f-, m = 1)."""
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10.0, 3.4))
+    x = np.arange(len(bd))
+    a1.bar(x, 100 * bd.backdoor_rate, color=[_c(m) for m in bd.method], edgecolor="k", lw=0.4)
+    for k, (r, a) in enumerate(zip(bd.backdoor_rate, bd.answered)):
+        a1.text(k, 100 * r + 2, f"answered {100 * a:.0f}%", ha="center", fontsize=7)
+    a1.set_xticks(x)
+    a1.set_xticklabels(bd.method, fontsize=8)
+    a1.set_ylim(0, 112)
+    a1.set_ylabel("hostile completions on triggered prompts (%)")
+    a1.set_title("backdoor rate under f- (m = 1)")
+    for r in bd[bd.method != "unsteered"].itertuples(index=False):
+        a2.scatter(max(r.kl, 1e-6), r.utility_drop, s=60, color=_c(r.method), edgecolor="k", label=r.method)
+    a2.axhline(0, color="k", lw=0.6)
+    a2.set_xscale("log")
+    a2.set_xlabel("KL(unsteered || steered) on clean transcripts, nats per token")
+    a2.set_ylabel("utility drop on clean prompts (points)")
+    a2.set_title("fidelity and utility")
+    a2.legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig, a1
