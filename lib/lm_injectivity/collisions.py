@@ -23,10 +23,28 @@ from .states import embedding_matrix, one_step_states
 COLLISION_THRESHOLD = 1e-6
 
 
+def _row_smallest(D: torch.Tensor, k: int, *, restore: bool) -> tuple:
+    """The ``k`` smallest entries of each row of ``D`` and their column indices (ascending), by ``k`` passes of
+    ``min`` (much faster than ``topk`` for k = 1, 2 on a CPU). The entries found are set to +inf in between and
+    put back afterwards when ``restore``."""
+    rows = torch.arange(D.shape[0], device=D.device)
+    vals, idx = [], []
+    for r in range(k):
+        v, i = D.min(1)
+        vals.append(v)
+        idx.append(i)
+        if r + 1 < k:
+            D[rows, i] = math.inf
+    if restore and k > 1:
+        for v, i in zip(vals[:-1], idx[:-1]):
+            D[rows, i] = v
+    return torch.stack(vals, 1), torch.stack(idx, 1)
+
+
 def pair_distance_stats(
     X: torch.Tensor,
     *,
-    chunk: int = 2048,
+    chunk: int = 1024,
     refine_k: int = 2,
     threshold: float = COLLISION_THRESHOLD,
     exact_median_max_pairs: int = 5_000_000,
@@ -39,6 +57,9 @@ def pair_distance_stats(
     to ``exact_median_max_pairs`` pairs, else from ``median_sample`` random pairs, flagged by
     ``median_sampled``), ``nn`` (each row's exact nearest-neighbour distance, a float64 numpy array),
     ``n_below`` (pairs found with exact distance < ``threshold``) and ``n_pairs``.
+
+    The pairs are visited in ``chunk`` × ``chunk`` blocks of the upper triangle (small enough to stay in the CPU
+    cache); each block's ``refine_k`` nearest candidates per row and per column are kept and merged once at the end.
     """
     X = X.detach()
     N = X.shape[0]
@@ -49,46 +70,45 @@ def pair_distance_stats(
     Xc = (X64 - X64.mean(0, keepdim=True)).to(work)
     sq = (Xc * Xc).sum(1)
     k = max(1, min(refine_k, N - 1))
-    best_v = torch.full((N, k), math.inf, dtype=work, device=X.device)
-    best_i = torch.zeros((N, k), dtype=torch.long, device=X.device)
     n_pairs = N * (N - 1) // 2
     keep_all = n_pairs <= exact_median_max_pairs
     kept, total, dmax = [], 0.0, 0.0
     starts = list(range(0, N, chunk))
+    cand_v = [[] for _ in starts]  # per row block: the nearest candidates of its rows in each column block
+    cand_i = [[] for _ in starts]
 
-    def merge(rows, D2, offset):
-        top = torch.topk(D2, min(k, D2.shape[1]), dim=1, largest=False)
-        v = torch.cat([best_v[rows], top.values], 1)
-        i = torch.cat([best_i[rows], top.indices + offset], 1)
-        sel = torch.topk(v, k, dim=1, largest=False)
-        best_v[rows], best_i[rows] = sel.values, torch.gather(i, 1, sel.indices)
+    def top(D2, offset, rows_of, restore):
+        vals, idx = _row_smallest(D2, min(k, D2.shape[1]), restore=restore)
+        cand_v[rows_of].append(vals)
+        cand_i[rows_of].append(idx + offset)
 
-    for a in starts:
+    for ia, a in enumerate(starts):
         ra = slice(a, min(a + chunk, N))
-        for b in starts:
-            if b < a:
-                continue  # the upper triangle of blocks covers every pair once
+        for ib in range(ia, len(starts)):  # the upper triangle of blocks covers every pair once
+            b = starts[ib]
             rb = slice(b, min(b + chunk, N))
             # ‖x‖² + ‖y‖² − 2⟨x, y⟩ on centred vectors (approximate for tiny distances: refined below)
             D2 = torch.addmm(sq[None, rb], Xc[ra], Xc[rb].T, beta=1.0, alpha=-2.0).add_(sq[ra, None]).clamp_min_(0.0)
-            if a == b:
+            if ia == ib:
                 D2.fill_diagonal_(math.inf)
-            merge(ra, D2, b)  # nearest candidates of the block's rows ...
-            if a != b:
-                merge(rb, D2.T.contiguous(), a)  # ... and of its columns
+            top(D2, b, ia, restore=True)  # nearest candidates of the block's rows ...
+            if ia != ib:
+                top(D2.T.contiguous(), a, ib, restore=False)  # ... and of its columns
             D = D2.sqrt_()
-            if a == b:  # a symmetric block: every pair twice, and the diagonal (set to 0 here)
+            if ia == ib:  # a symmetric block: every pair twice, and the diagonal (set to 0 here)
                 D.fill_diagonal_(0.0)
-                total += 0.5 * float(D.sum())
+                total += 0.5 * float(D.sum(dtype=torch.float64))
                 if keep_all:
                     iu = torch.triu_indices(D.shape[0], D.shape[1], offset=1)
                     kept.append(D[iu[0], iu[1]].float())
             else:
-                total += float(D.sum())
+                total += float(D.sum(dtype=torch.float64))
                 if keep_all:
                     kept.append(D.reshape(-1).float())
             dmax = max(dmax, float(D.max()))
-    # exact refinement of each point's nearest candidates
+    # merge each row's candidates from every block, then refine them exactly
+    best_i = torch.cat([torch.gather(torch.cat(ci, 1), 1, torch.topk(torch.cat(cv, 1), k, dim=1, largest=False).indices)
+                        for cv, ci in zip(cand_v, cand_i)])
     cand = best_i
     exact = torch.linalg.vector_norm(X64[:, None, :] - X64[cand], dim=-1)
     nn, pos = exact.min(1)
@@ -104,7 +124,7 @@ def pair_distance_stats(
         rng = np.random.default_rng(seed)
         i = rng.integers(0, N, median_sample)
         j = (i + rng.integers(1, N, median_sample)) % N
-        Xn, step = X64.cpu().numpy(), 32768  # gathered in slices: no [median_sample, d] float64 copies
+        Xn, step = X64.cpu().numpy(), 4096  # gathered in cache-sized slices: no [median_sample, d] float64 copies
         d = np.concatenate([np.linalg.norm(np.take(Xn, i[s:s + step], axis=0) - np.take(Xn, j[s:s + step], axis=0),
                                            axis=1) for s in range(0, median_sample, step)])
         median, sampled = float(np.median(d)), True

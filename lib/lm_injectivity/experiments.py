@@ -239,7 +239,7 @@ def exhaustive_test(cfg, data: LMData, models: Models, coll: CollisionResult) ->
         bases[mname] = base
         t0 = time.perf_counter()
         X = exhaustive_continuation_states(model, base, L)
-        st = pair_distance_stats(X, chunk=4096, seed=cfg.seed)
+        st = pair_distance_stats(X, seed=cfg.seed)
         rows.append({"model": mname, "n_states": X.shape[0], "n_pairs": st["n_pairs"], "min": st["min"],
                      "median": st["median"], "mean": st["mean"], "max": st["max"],
                      "median_sampled": st["median_sampled"], "seconds": time.perf_counter() - t0})

@@ -117,7 +117,15 @@ class PrefixCache:
             return None
         c = copy.deepcopy(self.cache)
         if batch > 1:
-            c.batch_repeat_interleave(batch)
+            layers = getattr(c, "layers", None)
+            if layers and all(isinstance(getattr(x, "keys", None), torch.Tensor) for x in layers):
+                # a broadcast view, not a copy: the model's cache update concatenates the new token's key/value
+                # onto it (one copy, as with repeat_interleave; the same values)
+                for x in layers:
+                    x.keys = x.keys.expand(batch, *x.keys.shape[1:])
+                    x.values = x.values.expand(batch, *x.values.shape[1:])
+            else:
+                c.batch_repeat_interleave(batch)
         return c
 
 
