@@ -264,3 +264,61 @@ def test_pipeline_learns_a_trivial_task(tok):
     prompts = [f"{a}+{b}=" for a, b in rng.integers(0, 10, size=(50, 2))]
     out = sample(m, tok, prompts, n_samples=2, steps=3, seed=0)
     assert (out["answers"] == np.array([int(p[0]) for p in prompts])[:, None]).mean() > 0.9
+
+
+# --- the general-LLM variant (Table 2) -----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_gpt2(tok):
+    from lib.common.tiny_lm import make_gpt2
+
+    return make_gpt2(tok.vocab_size, n_layer=2, n_embd=32, n_head=4, n_positions=64, seed=0)
+
+
+def test_general_thoughts_are_the_answer_token_states_across_layers(tiny_gpt2, tok):
+    from lib.latent_thinking.general import sample_general
+
+    ts = make_task("arith", 5, np.random.default_rng(0))
+    s = sample_general(tiny_gpt2, tok, ts.prompts, n_samples=4, seed=3)
+    assert s["answers"].shape == (5, 4) and s["thoughts"].shape == (5, 4, 3, 32)
+    assert s["answers"].min() >= 0 and s["answers"].max() <= 9
+    q, j = 2, 1  # one candidate, recomputed by hand: prompt + its digit, states at the last position
+    ids = torch.as_tensor([tok.encode(ts.prompts[q]) + [int(tok.digit_ids[s["answers"][q, j]])]])
+    with torch.no_grad():
+        hs = tiny_gpt2(input_ids=ids, output_hidden_states=True).hidden_states
+    want = torch.stack([h[0, -1] for h in hs]).numpy()
+    np.testing.assert_allclose(s["thoughts"][q, j], want, atol=1e-5)
+    # the same seed repeats the candidates, another seed draws others
+    again = sample_general(tiny_gpt2, tok, ts.prompts, n_samples=4, seed=3)
+    np.testing.assert_array_equal(again["answers"], s["answers"])
+    other = sample_general(tiny_gpt2, tok, ts.prompts, n_samples=4, seed=4)
+    assert not np.array_equal(other["answers"], s["answers"])
+    assert np.all((s["p_digit"] > 0) & (s["p_digit"] <= 1 + 1e-9))
+
+
+def test_general_sampling_follows_the_digit_distribution(tiny_gpt2, tok):
+    from lib.latent_thinking.general import sample_general
+
+    prompt = make_task("arith", 1, np.random.default_rng(1)).prompts[0]
+    with torch.no_grad():
+        p = torch.softmax(tiny_gpt2(input_ids=torch.as_tensor([tok.encode(prompt)])).logits[0, -1].double(), -1)
+    p = (p[torch.as_tensor(tok.digit_ids)] / p[torch.as_tensor(tok.digit_ids)].sum()).numpy()
+    s = sample_general(tiny_gpt2, tok, [prompt], n_samples=20000, seed=0)
+    freq = np.bincount(s["answers"][0], minlength=10) / 20000
+    assert 0.5 * np.abs(freq - p).sum() < 0.02
+    with pytest.raises(ValueError, match="temperature"):
+        sample_general(tiny_gpt2, tok, [prompt], n_samples=2, seed=0, temperature=0.0)
+
+
+def test_general_llm_runs_only_when_configured(tiny_gpt2, tok, tmp_path):
+    import lib.latent_thinking as paper
+    from lib.latent_thinking.general import general_llm
+
+    cfg = paper.config(mode="quick", seed=0, out_dir=tmp_path, verbose=False)
+    assert general_llm(cfg, tiny_gpt2, tok) is None  # quick mode: the variant is full-mode only
+    cfg.params.update(general={"temperature": 1.0}, n_train=20, n_test=20, n_samples=4, lrm_steps=5, reps=2)
+    res = general_llm(cfg, tiny_gpt2, tok)
+    assert set(res["per_q"]) == set(cfg.tasks)
+    for per in res["per_q"].values():
+        assert set(per) == {"base", "majority", "coe", "weighted_mv", "best_of_n", "lto"}
+        assert all(v.shape == (20,) and np.all((v >= 0) & (v <= 1)) for v in per.values())
+    assert list(res["summary"].index) == list(cfg.tasks)

@@ -4,7 +4,7 @@ selection of a depth-recurrent LM's latent thoughts.
 Modules: ``tasks`` (generated tasks with exact one-digit answers, the character tokenizer on the shipped BPE),
 ``model`` (the Huginn-shaped depth-recurrent LM, trajectory sampling, checkpoint), ``make_checkpoint``
 (regenerates ``data/latent_thinking/recurrent_lm.npz``), ``lrm`` (the GRU latent reward model, AUC, the
-representation metrics), ``lto`` (Algorithm 1 and the baselines), ``gsm8k`` (the GSM8K jsonl reader and its
+representation metrics), ``lto`` (Algorithm 1 and the baselines), ``general`` (the general-LLM variant, Table 2), ``gsm8k`` (the GSM8K jsonl reader and its
 fixture), ``experiments`` (one function per figure), ``plots``.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ import torch  # noqa: F401  (imported before config() runs, so that lib.common's
 from lib.common import check_bool, check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader, check_user_file
 
+from .general import GENERAL_FULL
 from .gsm8k import EXPECTED as GSM8K_EXPECTED
 
 SLUG = "latent_thinking"
@@ -38,6 +39,7 @@ SIZES = {
         "depth_n": 60,
         "betas": (1e-3, 3e-3, 1e-2, 3e-2, 0.05, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0),
         "full_recipe": {},
+        "general": None,  # the general-LLM variant (Table 2) runs in full mode only
     },
     "full": {
         "tasks": ("arith", "pointer", "count"),
@@ -53,6 +55,7 @@ SIZES = {
         "betas": (1e-3, 3e-3, 1e-2, 3e-2, 0.05, 0.1, 0.3, 1.0, 3.0, 10.0, 100.0),
         # retrain: longer, deeper, and on all three tasks (the shipped quick checkpoint saw arith and pointer only)
         "full_recipe": {"steps": 8000, "max_rec": 32, "tasks": ["arith", "pointer", "count"]},
+        "general": GENERAL_FULL,  # Table 2: a standard GPT-2, latent thoughts = hidden states across layers
     },
 }
 
