@@ -340,7 +340,7 @@ def test_kl_at_concept_interpolates():
 @pytest.fixture(scope="module")
 def tiny_pair():
     """A tiny GPT-2 with non-trivial weights (transformers) and the same network as a FastGPT2."""
-    from lib.cdas.fastgpt2 import from_hf
+    from lib.common.fastgpt2 import from_hf
 
     m = make_gpt2(len(_Tok().vocab) + 1, n_layer=3, n_embd=32, n_head=4, n_positions=48, seed=4)
     g = torch.Generator().manual_seed(4)

@@ -2,8 +2,9 @@
 interchange interventions.
 
 Modules: ``world`` (the synthetic chat world: topics, concept lexicons, contrastive quadruples, refusal requests, the
-exact judge), ``model`` (BPE + tiny GPT-2 backbone, checkpoint, hub path), ``fastgpt2`` (the same GPT-2 as a
-torch-only forward for steering: cached tail, packed response tokens, preallocated KV cache), ``steering`` (row-wise DII / clamp / add
+exact judge), ``model`` (BPE + tiny GPT-2 backbone, checkpoint, hub path), the shared
+:mod:`lib.common.fastgpt2` (the same GPT-2 as a torch-only forward: cached tail, packed response tokens, preallocated KV
+cache), ``steering`` (row-wise DII / clamp / add
 edits, JSD/CE/KL objectives, CDAS training, factors, DiffMean, Lang., cached greedy generation), ``data`` (reader of
 the official contrastive parquet/JSONL files), ``experiments`` (one function per figure), ``plots``,
 ``make_checkpoint`` (regenerates ``data/cdas/tiny_gpt2.npz``).

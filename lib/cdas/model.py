@@ -3,7 +3,7 @@
 The quick-mode model is shipped as ``data/cdas/tiny_gpt2.npz`` (float16 weights + the tokenizer JSON + the recipe),
 written by ``python -m lib.cdas.make_checkpoint``; full mode retrains (two sizes) with the run's seed. Training uses
 ``transformers``' ``GPT2LMHeadModel`` (``lib.common.tiny_lm``); steering runs the same weights through the torch-only
-:class:`lib.cdas.fastgpt2.FastGPT2` (same function, unit-tested; loading the checkpoint never imports
+:class:`lib.common.fastgpt2.FastGPT2` (same function, unit-tested; loading the checkpoint never imports
 ``transformers``).
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from lib.common import data_dir
 from lib.common.bpe import EOS_TOKEN, encode_corpus, train_bpe
 from lib.common.tiny_lm import make_gpt2, read_npz_checkpoint, save_npz_checkpoint, train_lm
 
-from .fastgpt2 import from_hf, from_state
+from lib.common.fastgpt2 import from_hf, from_state
 from .world import MODEL, USER, World, all_words, prompt_text
 
 SLUG = "cdas"

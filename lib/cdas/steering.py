@@ -204,7 +204,7 @@ class Tail:
     its blocks (attention mask, rotary position embeddings) are captured once and replayed."""
 
     def __init__(self, model, layer: int, ids: torch.Tensor):
-        from .fastgpt2 import FastGPT2
+        from lib.common.fastgpt2 import FastGPT2
 
         self.model, self.layer, self.n = model, layer, ids.shape[0]
         self.fast = isinstance(model, FastGPT2)
@@ -232,7 +232,7 @@ class Tail:
     def logits(self, idx, edit, pos, valid=None):
         """Logits at positions ``pos`` [B, R] of rows ``idx`` after ``edit`` at the layer: [B, R, V], or with
         ``valid`` (a [B, R] mask) only the valid ones, packed row by row: [n valid, V]. With a
-        :class:`~lib.cdas.fastgpt2.FastGPT2` only the tokens up to each row's last asked-for position are computed
+        :class:`~lib.common.fastgpt2.FastGPT2` only the tokens up to each row's last asked-for position are computed
         (causal attention) and the last block runs only at the asked-for positions."""
         if self.fast:
             h = self.h[idx]
@@ -444,7 +444,7 @@ class Steerer:
 # --------------------------------------------------------------------------------------------------- generation
 def _cache_kw(model):
     """The keyword that passes the KV cache back: ``past_key_values`` (FastGPT2, older transformers) or ``cache``."""
-    from .fastgpt2 import FastGPT2
+    from lib.common.fastgpt2 import FastGPT2
 
     if isinstance(model, FastGPT2):
         return "past_key_values"

@@ -152,6 +152,7 @@ def train_lm(
     seed: int = 0,
     callback: Optional[Callable] = None,
     callback_every: int = 0,
+    optimizer: str = "torch",
 ) -> TrainLog:
     """Train ``model`` (in place) for exactly ``steps`` AdamW steps of next-token prediction on ``stream``.
 
@@ -160,6 +161,10 @@ def train_lm(
     rate rises linearly over ``warmup_steps`` and then stays at ``lr``. ``callback(step, model)`` runs before
     the first step (step 0), every ``callback_every`` steps and after the last one; its return values are
     kept in ``log.callbacks``. The model is left in eval mode.
+
+    ``optimizer``: ``"torch"`` (``torch.optim.AdamW`` with ``clip_grad_norm_``) or ``"suite"``
+    (:class:`lib.common.optim.AdamW`, the same update and clipping without torch.optim's start-up import of
+    ``torch._dynamo``: for models that do not import ``transformers``, such as :mod:`lib.common.fastgpt2`'s).
     """
     import torch
 
@@ -175,10 +180,21 @@ def train_lm(
     if int(stream.max()) >= model.config.vocab_size or int(stream.min()) < 0:
         raise ValueError(f"token ids must lie in [0, {model.config.vocab_size}); got [{int(stream.min())}, "
                          f"{int(stream.max())}]")
+    if optimizer not in ("torch", "suite"):
+        raise ValueError(f"parameter 'optimizer' got {optimizer!r}; allowed: 'torch' or 'suite'")
     gen = torch.Generator().manual_seed(seed)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup_steps) if warmup_steps else 1.0)
+
+    def factor(s):
+        return min(1.0, (s + 1) / warmup_steps) if warmup_steps else 1.0
+
+    if optimizer == "torch":
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=betas, weight_decay=weight_decay)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+    else:
+        from .optim import AdamW
+
+        opt = AdamW(model.parameters(), lr=lr * factor(0), betas=betas, weight_decay=weight_decay,
+                    max_grad_norm=grad_clip)
     log = TrainLog()
 
     def _call(step):
@@ -192,12 +208,18 @@ def train_lm(
         model.train()
         x = sample_windows(stream, batch_size, seq_len, gen).to(device)
         loss = model(input_ids=x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if grad_clip is not None:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-        opt.step()
-        sched.step()
+        if optimizer == "torch":
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if grad_clip is not None:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+            opt.step()
+            sched.step()
+        else:
+            opt.zero_grad()
+            loss.backward()
+            opt.step()  # clips to max_grad_norm = grad_clip first
+            opt.lr = lr * factor(step)
         log.steps.append(step)
         log.losses.append(float(loss.detach()))
         log.tokens_seen += x.numel()

@@ -59,7 +59,7 @@ def pair_distance_stats(
     ``n_below`` (pairs found with exact distance < ``threshold``) and ``n_pairs``.
 
     The pairs are visited in ``chunk`` × ``chunk`` blocks of the upper triangle (small enough to stay in the CPU
-    cache); each block's ``refine_k`` nearest candidates per row and per column are kept and merged once at the end.
+    cache); block sums add row sums (in the block's precision) in float64; each block's ``refine_k`` nearest candidates per row and per column are kept and merged once at the end.
     """
     X = X.detach()
     N = X.shape[0]
@@ -97,12 +97,12 @@ def pair_distance_stats(
             D = D2.sqrt_()
             if ia == ib:  # a symmetric block: every pair twice, and the diagonal (set to 0 here)
                 D.fill_diagonal_(0.0)
-                total += 0.5 * float(D.sum(dtype=torch.float64))
+                total += 0.5 * float(D.sum(1).sum(dtype=torch.float64))
                 if keep_all:
                     iu = torch.triu_indices(D.shape[0], D.shape[1], offset=1)
                     kept.append(D[iu[0], iu[1]].float())
             else:
-                total += float(D.sum(dtype=torch.float64))
+                total += float(D.sum(1).sum(dtype=torch.float64))
                 if keep_all:
                     kept.append(D.reshape(-1).float())
             dmax = max(dmax, float(D.max()))

@@ -13,7 +13,8 @@ import torch
 from lib.common import limit_threads, progress
 from lib.common.bpe import encode_corpus, encode_texts, load_bpe
 from lib.common.text_corpus import corpus_info, stdlib_corpus
-from lib.common.tiny_lm import TrainLog, load_lm, make_gpt2, train_lm
+from lib.common.fastgpt2 import make_fast_gpt2
+from lib.common.tiny_lm import TrainLog, load_lm, train_lm
 
 from .collisions import (COLLISION_THRESHOLD, count_identical_pairs, exhaustive_continuation_states,
                          pair_distance_stats, quantize, tie_embeddings)
@@ -110,7 +111,8 @@ def _min_distance_by_layer(model, prompts) -> list:
 
 @_cpu_threads
 def build_models(cfg, data: LMData) -> Models:
-    """The tiny GPT-2 at initialization and after ``train_steps`` AdamW steps on the stdlib stream.
+    """The tiny GPT-2 (:mod:`lib.common.fastgpt2`, torch only) at initialization and after ``train_steps`` AdamW
+    steps on the stdlib stream.
 
     During training, the minimum pairwise distance of the first ``curve_prompts`` prompts' last-token states
     is measured every ``curve_every`` steps at every layer (Thm 2.3: training keeps the map injective).
@@ -118,8 +120,8 @@ def build_models(cfg, data: LMData) -> Models:
     """
     curve_prompts = data.prompts[:cfg.curve_prompts]
     if data.hub_model is None:
-        init = make_gpt2(data.vocab_size, n_layer=cfg.n_layer, n_embd=cfg.n_embd, n_head=cfg.n_head,
-                         n_positions=cfg.n_positions, seed=cfg.seed, device=cfg.device)
+        init = make_fast_gpt2(data.vocab_size, n_layer=cfg.n_layer, n_embd=cfg.n_embd, n_head=cfg.n_head,
+                              n_positions=cfg.n_positions, seed=cfg.seed, device=cfg.device)
         name = f"tiny GPT-2 ({cfg.n_layer}×{cfg.n_embd}, |V|={data.vocab_size})"
     else:
         from transformers import AutoModelForCausalLM
@@ -131,6 +133,7 @@ def build_models(cfg, data: LMData) -> Models:
     model = copy.deepcopy(init)
     log = train_lm(model, data.stream, steps=cfg.train_steps, lr=cfg.lr, batch_size=cfg.batch_size,
                    seq_len=cfg.seq_len, seed=cfg.seed, callback_every=cfg.curve_every,
+                   optimizer="torch" if data.hub_model is not None else "suite",
                    callback=lambda step, m: _min_distance_by_layer(m, curve_prompts))
     curve = pd.DataFrame([dict(r, step=step) for step, rows in log.callbacks for r in rows])
     trained = data.hub_model if data.hub_model is not None else model

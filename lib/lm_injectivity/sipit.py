@@ -23,6 +23,8 @@ from typing import Optional, Sequence
 import numpy as np
 import torch
 
+from lib.common.optim import AdamW
+
 from .states import (PrefixCache, embedding_matrix, model_dtype, one_step_from_embedding, one_step_states,
                      sequence_states)
 
@@ -200,7 +202,7 @@ def hardprompts_invert(
     T = H_obs.shape[0]
     gen = torch.Generator().manual_seed(int(seed))
     P = E[torch.randint(0, V, (T,), generator=gen).to(E.device)].clone().requires_grad_(True)
-    opt = torch.optim.AdamW([P], lr=lr, weight_decay=weight_decay)
+    opt = AdamW([P], lr=lr, weight_decay=weight_decay)  # torch.optim.AdamW's update (lib.common.optim)
     tol = max(default_eps(h) for h in H_obs) if eps is None else float(eps)
     best_tokens, best_loss, used = None, float("inf"), 0
     for step in range(1, int(steps) + 1):
@@ -211,7 +213,7 @@ def hardprompts_invert(
                              use_cache=False).hidden_states[layer][0]
         loss = 0.5 * ((H - H_obs) ** 2).sum() / T
         (g,) = torch.autograd.grad(loss, Pp)
-        opt.zero_grad(set_to_none=True)
+        opt.zero_grad()
         P.grad = g
         opt.step()
         used = step

@@ -115,6 +115,8 @@ class PrefixCache:
         """A fresh copy of the cache for ``batch`` continuations (None for the empty prefix)."""
         if self.cache is None:
             return None
+        if hasattr(self.cache, "expand"):  # lib.common.fastgpt2's KVCache: broadcast views of the prefix
+            return self.cache.expand(batch)
         c = copy.deepcopy(self.cache)
         if batch > 1:
             layers = getattr(c, "layers", None)

@@ -1,15 +1,25 @@
-"""A torch-only forward of the suite's tiny GPT-2 (``transformers.GPT2LMHeadModel`` with GELU-tanh, pre-LayerNorm,
-tied head), holding the same weights under the same parameter names.
+"""A torch-only GPT-2 (``transformers.GPT2LMHeadModel`` with GELU-tanh, pre-LayerNorm, tied head, no dropout),
+holding the same weights under the same parameter names.
 
-Why: quick mode steers the shipped checkpoint only, and ``transformers`` costs seconds to import and runs GELU as five
-Python-level tensor operations (the largest single cost of training a direction). This module computes the same
-function (a unit test checks logits, hidden states and cached decoding against ``GPT2LMHeadModel``) with fused
-``F.gelu(approximate="tanh")`` and ``F.scaled_dot_product_attention``, and keeps the layout that the shared hooks of
-:mod:`lib.common.lm_hooks` look for (``transformer.h`` blocks called with the hidden states as first argument,
-``transformer.ln_f``, ``get_output_embeddings``), so ``residual_hook``/``read_states`` work on it unchanged.
+Why: ``transformers`` costs seconds to import (a tenth of a quick run's budget) and runs each block through several
+Python-level wrappers and GELU as five tensor operations; for the suite's tiny models that overhead is most of the
+time. :class:`FastGPT2` computes the same function (unit tests check logits, hidden states, the loss, cached decoding
+and ``inputs_embeds`` against ``GPT2LMHeadModel``) with fused ``F.gelu(approximate="tanh")`` and
+``F.scaled_dot_product_attention``. It keeps the layout that :mod:`lib.common.lm_hooks` looks for
+(``transformer.h`` blocks called with the hidden states as first argument, ``transformer.ln_f``,
+``get_output_embeddings``) and the parts of the transformers interface the suite uses: ``config`` (``vocab_size``,
+``n_layer``, ``n_positions``, ...), ``base_model`` (the blocks without the LM head), ``get_input_embeddings``,
+``forward(input_ids=... | inputs_embeds=..., labels=..., use_cache=..., past_key_values=...,
+output_hidden_states=...)``, so :func:`lib.common.tiny_lm.train_lm` trains it.
 
-Hub models (``model_name``) and training the backbone (full mode) stay on ``transformers``; :func:`from_hf` converts
-a trained ``GPT2LMHeadModel`` for steering.
+- :func:`make_fast_gpt2`: a freshly initialised model, the very weights :func:`lib.common.tiny_lm.make_gpt2`
+  draws for the same seed (GPT-2's initialisation), without importing ``transformers``.
+- :func:`from_hf` / :func:`from_state`: the same network as a trained ``GPT2LMHeadModel`` or its state dict.
+
+Caches: ``use_cache=True`` returns a preallocated :class:`KVCache`; ``KVCache.expand(batch)`` gives a list of
+per-layer ``(keys, values)`` views of its filled positions broadcast to ``batch`` rows, which ``past_key_values``
+also accepts (each call then returns new ``(keys, values)`` tensors, leaving the views untouched), for many
+continuations of one prefix. Hub models stay on ``transformers``.
 """
 from __future__ import annotations
 
@@ -26,6 +36,22 @@ class Output:
     logits: torch.Tensor
     past_key_values: "KVCache" = None
     hidden_states: tuple = None
+    loss: torch.Tensor = None
+
+
+class _Base:
+    """``FastGPT2.base_model``: calls the model with ``head=False`` (not a module, so it owns no parameters)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def forward(self, input_ids=None, past_key_values=None, use_cache=False, output_hidden_states=False,
+                inputs_embeds=None, attention_mask=None):
+        return self.model(input_ids=input_ids, past_key_values=past_key_values, use_cache=use_cache,
+                          output_hidden_states=output_hidden_states, inputs_embeds=inputs_embeds,
+                          attention_mask=attention_mask, head=False)
+
+    __call__ = forward
 
 
 class KVCache:
@@ -39,6 +65,15 @@ class KVCache:
 
     def layer(self, i):
         return _LayerCache(self, i)
+
+    def expand(self, batch: int) -> list:
+        """Per-layer ``(keys, values)`` of the filled positions, broadcast (views, no copy) from one row to
+        ``batch`` rows: the ``past_key_values`` of ``batch`` continuations of a one-row prefix."""
+        if self.k[0].shape[0] != 1:
+            raise ValueError(f"KVCache.expand needs a one-row cache; this one has {self.k[0].shape[0]} rows")
+        n = self.length
+        return [(k[:, :, :n].expand(batch, -1, -1, -1), v[:, :, :n].expand(batch, -1, -1, -1))
+                for k, v in zip(self.k, self.v)]
 
 
 class _LayerCache:
@@ -179,35 +214,59 @@ class FastGPT2(nn.Module):
     def get_output_embeddings(self):
         return self.lm_head
 
-    def forward(self, input_ids, use_cache=False, past_key_values=None, output_hidden_states=False,
-                attention_mask=None, **_):
+    def forward(self, input_ids=None, use_cache=False, past_key_values=None, output_hidden_states=False,
+                attention_mask=None, inputs_embeds=None, labels=None, head=True, **_):
+        """As ``GPT2LMHeadModel.forward``: token ids [B, T] or ``inputs_embeds`` [B, T, D] (positions are added
+        here), an optional cache (a :class:`KVCache` this model returned, or a list of per-layer ``(keys, values)``,
+        see :meth:`KVCache.expand`), ``labels`` [B, T] for the mean next-token cross-entropy (``-100`` ignored).
+        ``head=False`` skips the LM head (``logits`` is None)."""
         if attention_mask is not None and not bool(attention_mask.all()):
             raise ValueError("FastGPT2 takes unpadded (or right-padded, mask-free) batches; got an attention_mask "
                              "with zeros")
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("FastGPT2: pass exactly one of input_ids and inputs_embeds")
         t, c = self.transformer, self.config
-        B, T = input_ids.shape
+        B, T = (input_ids if input_ids is not None else inputs_embeds).shape[:2]
         cache = past_key_values
+        listed = isinstance(cache, (list, tuple))
         if use_cache and cache is None:
             cache = KVCache(c.n_layer, B, c.n_head, c.n_embd // c.n_head, c.n_positions, t.wte.weight.dtype)
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError("FastGPT2: past_key_values must be the KVCache a previous call returned")
-        start = 0 if cache is None else cache.length
+        if cache is not None and not (listed or isinstance(cache, KVCache)):
+            raise TypeError("FastGPT2: past_key_values must be the KVCache a previous call returned or a list of "
+                            "per-layer (keys, values)")
+        start = 0 if cache is None else (cache[0][0].shape[2] if listed else cache.length)
         if start + T > c.n_positions:
             raise ValueError(f"sequence of {start + T} tokens; the model has {c.n_positions} positions")
-        h = t.wte(input_ids) + t.wpe(torch.arange(start, start + T, device=input_ids.device))
+        x = t.wte(input_ids) if inputs_embeds is None else inputs_embeds
+        h = x + t.wpe(torch.arange(start, start + T, device=x.device))
         hidden = [h] if output_hidden_states else None
+        presents = []
         for i, blk in enumerate(t.h):
-            h, _ = blk(h, None if cache is None else cache.layer(i))
+            h, present = blk(h, None if cache is None else (cache[i] if listed else cache.layer(i)))
+            presents.append(present)
             if output_hidden_states and i < len(t.h) - 1:
                 hidden.append(h)
-        if cache is not None:
+        if cache is not None and not listed:
             cache.length += T
         h = t.ln_f(h)
         if output_hidden_states:
             hidden.append(h)
-        return Output(logits=self.lm_head(h), past_key_values=cache if use_cache else None,
-                      hidden_states=tuple(hidden) if output_hidden_states else None)
+        logits = self.lm_head(h) if head or labels is not None else None
+        loss = None
+        if labels is not None:
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1),
+                                   ignore_index=-100)
+        out_cache = (presents if listed else cache) if use_cache else None
+        return Output(logits=logits if head else None, past_key_values=out_cache,
+                      hidden_states=tuple(hidden) if output_hidden_states else None, loss=loss)
 
+    @property
+    def base_model(self):
+        """The transformer without the LM head (as ``GPT2LMHeadModel.base_model``): same call, ``logits`` None."""
+        return _Base(self)
+
+    def get_input_embeddings(self):
+        return self.transformer.wte
 
     def logits_from(self, layer: int, h, pos, valid=None):
         """Logits at positions ``pos`` [B, R] from the residual stream ``h`` [B, T, D] (right-padded rows) entering
@@ -258,3 +317,56 @@ def from_hf(model) -> FastGPT2:
     state = {k: v.detach().float().clone() for k, v in model.state_dict().items()}
     return from_state(state, vocab_size=c.vocab_size, n_positions=c.n_positions, n_layer=c.n_layer,
                       n_embd=c.n_embd, n_head=c.n_head, layer_norm_epsilon=c.layer_norm_epsilon)
+
+
+def make_fast_gpt2(vocab_size: int, *, n_layer: int = 4, n_embd: int = 128, n_head: int = 4, n_positions: int = 128,
+                   seed: int = 0, device: str = "cpu", dtype=None, layer_norm_epsilon: float = 1e-5) -> FastGPT2:
+    """A freshly initialised :class:`FastGPT2` (eval mode) holding the very weights that
+    :func:`lib.common.tiny_lm.make_gpt2` gives for the same sizes and ``seed`` (``transformers``' GPT-2
+    initialisation: weights and embeddings normal(0, 0.02), residual projections ``attn.c_proj`` and ``mlp.c_proj``
+    normal(0, 0.02 / sqrt(2 n_layer)), biases 0, LayerNorms 1 and 0), without importing ``transformers``.
+
+    It draws from a generator seeded by ``seed`` (global random state untouched) in the order ``transformers`` 5
+    consumes the stream: the modules' own initialisation at construction (embeddings normal(0, 1), every ``Conv1D``
+    normal(0, 0.02)), then ``post_init``'s draws, which are the ones kept, then the LM head's (discarded: the head is
+    tied to ``wte``). A unit test checks the equality, so a ``transformers`` release that changes the order shows
+    there. ``dtype`` converts after initialisation, so a seed gives the same network in every precision."""
+    import math
+
+    from .params import check_int, check_seed
+
+    for name, v in (("vocab_size", vocab_size), ("n_layer", n_layer), ("n_embd", n_embd), ("n_head", n_head),
+                    ("n_positions", n_positions)):
+        check_int(name, v, lo=1)
+    if n_embd % n_head:
+        raise ValueError(f"n_embd={n_embd} must be a multiple of n_head={n_head}")
+    gen = torch.Generator().manual_seed(check_seed("seed", seed))
+    V, P, d = vocab_size, n_positions, n_embd
+
+    def normal(shape, std):
+        return torch.empty(shape).normal_(0.0, std, generator=gen)
+
+    normal((V, d), 1.0), normal((P, d), 1.0)  # construction (overwritten by post_init)
+    for _ in range(n_layer):
+        for shape in ((d, 3 * d), (d, d), (d, 4 * d), (4 * d, d)):
+            normal(shape, 0.02)
+    m = FastGPT2(vocab_size, n_positions, n_layer, n_embd, n_head, layer_norm_epsilon)
+    t, resid = m.transformer, 0.02 / math.sqrt(2 * n_layer)
+    with torch.no_grad():
+        t.wte.weight.copy_(normal((V, d), 0.02))
+        t.wpe.weight.copy_(normal((P, d), 0.02))
+        for blk in t.h:
+            blk.attn.c_attn.weight.copy_(normal((d, 3 * d), 0.02))
+            normal((d, d), 0.02)  # c_proj as a Conv1D, then again with the residual scale
+            blk.attn.c_proj.weight.copy_(normal((d, d), resid))
+            blk.mlp.c_fc.weight.copy_(normal((d, 4 * d), 0.02))
+            normal((4 * d, d), 0.02)
+            blk.mlp.c_proj.weight.copy_(normal((4 * d, d), resid))
+            for ln in (blk.ln_1, blk.ln_2):
+                ln.weight.fill_(1.0), ln.bias.zero_()
+            for a in (blk.attn.c_attn, blk.attn.c_proj, blk.mlp.c_fc, blk.mlp.c_proj):
+                a.bias.zero_()
+        t.ln_f.weight.fill_(1.0), t.ln_f.bias.zero_()
+    if dtype is not None:
+        m = m.to(dtype=dtype)
+    return m.to(device).eval()
