@@ -358,3 +358,73 @@ def test_training_runs_in_worker_processes_give_the_same_numbers():
     assert [r.algo for r in two] == [r.algo for r in one] and [r.seed for r in two] == [r.seed for r in one]
     for a, b in zip(one, two):
         assert a.curve["return"].tolist() == b.curve["return"].tolist()
+
+
+# --- several seeds stacked into one program (Figure 1) -------------------------------------------------------------
+def _same_run(a, b):
+    assert (a.algo, a.env, a.seed, a.env_steps, a.storage_bytes) == (b.algo, b.env, b.seed, b.env_steps, b.storage_bytes)
+    assert a.curve["steps"].tolist() == b.curve["steps"].tolist()
+    assert a.curve["return"].tolist() == b.curve["return"].tolist()  # bit for bit, not approximately
+    assert set(a.diagnostics) == set(b.diagnostics)
+    for k, v in a.diagnostics.items():
+        assert v == b.diagnostics[k] or (v != v and b.diagnostics[k] != b.diagnostics[k]), k
+
+
+@pytest.mark.parametrize("algo", ["REPPO", "PPO", "PPO (matched updates)"])
+def test_stacked_seeds_give_the_single_runs_numbers(algo):
+    """Seeds trained as one stacked program return exactly what each seed returns trained alone (same generators,
+    same kernels), for REPPO, the tuned PPO and the matched-update PPO."""
+    from lib.reppo.batched import train_ppo_seeds, train_reppo_seeds
+
+    kw = dict(total_steps=512, eval_every=256, eval_episodes=32)
+    seeds = [5, 1005]
+    if algo == "REPPO":
+        hp = ReppoHP(n_envs=32, n_steps=8, epochs=2, minibatches=2, hidden=16, lr=3e-3)
+        stacked = train_reppo_seeds(seeds, hp=hp, keep_model_seed=5, **kw)
+        single = [train_reppo(hp=hp, seed=s, keep_model=s == 5, **kw) for s in seeds]
+        for p, q in zip(stacked[0].model["actor"].parameters(), single[0].model["actor"].parameters()):
+            assert torch.equal(p, q)
+        assert torch.equal(stacked[0].model["states"], single[0].model["states"])
+        assert torch.equal(stacked[0].model["norm"].var, single[0].model["norm"].var)
+    else:
+        hp = PpoHP(n_envs=32, n_steps=8, epochs=2, minibatches=2, hidden=16, lr=3e-3) if algo == "PPO" else \
+            matched_ppo_hp(n_envs=32, n_steps=8, epochs=2, hidden=16, lr=3e-3)
+        stacked = train_ppo_seeds(seeds, hp=hp, label=algo, **kw)
+        single = [train_ppo(hp=hp, seed=s, label=algo, **kw) for s in seeds]
+    assert stacked[0].curve["return"].tolist() != stacked[1].curve["return"].tolist()  # the seeds really differ
+    for a, b in zip(stacked, single):
+        _same_run(a, b)
+
+
+def test_stacked_pendulum_steps_each_batch_as_alone():
+    from lib.reppo.batched import StackedPendulum
+
+    envs = [paper.make_env("BatchedPendulum", 32, seed=s) for s in (0, 1)]
+    alone = [paper.make_env("BatchedPendulum", 32, seed=s) for s in (0, 1)]
+    st = StackedPendulum(envs)
+    obs = st.reset()
+    ref = [e.reset() for e in alone]
+    g = torch.Generator().manual_seed(0)
+    for t in range(230):  # through one time-limit reset
+        a = torch.rand((2, 32, 1), generator=g) * 4 - 2
+        out = st.step(a)
+        ref = [e.step(a[i]) for i, e in enumerate(alone)]
+        for k in range(5):
+            assert torch.equal(out[k], torch.stack([r[k] for r in ref])), (t, k)
+
+
+def test_figure1_groups_seeds_and_keeps_the_run_order():
+    from lib.reppo.experiments import stack_seeds
+
+    hp = ReppoHP(n_envs=32, n_steps=8, epochs=1, minibatches=2, hidden=16)
+    php = PpoHP(n_envs=32, n_steps=8, epochs=1, minibatches=2, hidden=16)
+    base = dict(env_name="BatchedPendulum", total_steps=256, eval_every=256, eval_episodes=32)
+    calls = []
+    for s in (3, 1003):
+        calls += [("REPPO", dict(hp=hp, seed=s, keep_model=s == 3, **base)),
+                  ("PPO", dict(hp=php, seed=s, label="PPO", **base))]
+    calls.append(("PPO", dict(hp=php, seed=3, label="PPO", **dict(base, env_name="Pendulum-v1"))))
+    items, slots = stack_seeds(calls)
+    assert slots == [[0, 2], [1, 3], [4]]
+    assert items[0][0] == "REPPO seeds" and items[0][1]["seeds"] == [3, 1003] and items[0][1]["keep_model_seed"] == 3
+    assert items[1][0] == "PPO seeds" and items[2] == calls[4]

@@ -15,7 +15,6 @@ import torch  # noqa: F401  (imported before config runs, so lib.common seeds to
 from lib.common import check_choice, check_float, check_int, check_path, make_config
 from lib.common.userfiles import UserFileLoader
 
-from . import plots
 from .envs import ENV_NAMES, GYM_TASKS, MUJOCO_TASKS, BatchedPendulum, GymnasiumBatch, env_spec, make_env
 from .experiments import (
     Curves,
@@ -24,6 +23,7 @@ from .experiments import (
     PPO,
     ablation_claim,
     ablation_study,
+    start_ablations,
     ablation_summary,
     learning_curves,
     memory_study,
@@ -43,6 +43,16 @@ from .reppo import ABLATIONS, ReppoHP, soft_td_lambda, train_reppo
 from .sac import SacHP, train_sac
 
 SLUG = "reppo"
+
+
+def __getattr__(name):
+    """``plots`` (matplotlib and seaborn, about 1.4 s) loads on first use: the worker processes that train Figure 1
+    import this package too and draw nothing."""
+    if name == "plots":
+        import importlib
+
+        return importlib.import_module(".plots", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 SIZES = {
     "quick": {
@@ -156,7 +166,7 @@ __all__ = [
     "SLUG", "SIZES", "config", "plots", "BatchedPendulum", "GymnasiumBatch", "make_env", "env_spec",
     "hl_gauss_targets", "decode", "soft_td_lambda", "ReppoHP", "train_reppo", "ABLATIONS", "PpoHP", "train_ppo",
     "ppo_clip_loss", "gae", "SacHP", "train_sac", "Curves", "Memory", "learning_curves", "memory_study",
-    "robustness_grid", "robustness_summary", "ablation_study", "ablation_summary", "ablation_claim",
+    "robustness_grid", "robustness_summary", "start_ablations", "ablation_study", "ablation_summary", "ablation_claim",
     "variance_study", "variance_ratio", "reppo_hp", "ppo_hp", "train_seeds", "tuned", "matched_ppo_hp",
     "value_loss", "ValueNorm", "auc", "load_scan", "PPO", "MATCHED",
 ]

@@ -10,6 +10,7 @@ import torch
 
 from lib.common import limit_threads, progress
 
+from .batched import train_ppo_seeds, train_reppo_seeds
 from .grad_variance import gradient_variance, variance_ratio
 from .memory import paper_scale_storage, peak_memory, storage_table
 from .ppo import PpoHP, matched_ppo_hp, train_ppo
@@ -202,15 +203,50 @@ def learning_curves(cfg) -> Curves:
             calls.append(("PPO", dict(hp=ppo_hp(cfg, env), label=PPO, **kw)))
         else:
             calls.append(("PPO", dict(hp=ppo_hp(cfg, env, matched=True), label=MATCHED, **kw)))
-    out.runs.extend(run_parallel(_train_one, calls, cfg.workers, desc="training"))
+    items, slots = stack_seeds(calls)
+    done = run_parallel(_train_one, items, cfg.workers, desc="training")
+    runs: list = [None] * len(calls)
+    for idx, res in zip(slots, done):
+        for i, r in zip(idx, res if isinstance(res, list) else [res]):
+            runs[i] = r
+    out.runs.extend(runs)
     return out
 
 
-def _train_one(call) -> RunResult:
-    """One training run (a picklable top-level function, so that worker processes can run it)."""
+def stack_seeds(calls: list) -> tuple[list, list]:
+    """Group the calls that differ only in their seed (same method, task, setting, budget) on the batched Pendulum
+    into one stacked call (``batched.train_*_seeds``: the same numbers as the single runs, several seeds per
+    program); returns (items for :func:`_train_one`, the indices into ``calls`` that each item answers)."""
+    groups: dict = {}
+    for i, (algo, kw) in enumerate(calls):
+        if kw["env_name"] == "BatchedPendulum":
+            key = (algo,) + tuple(sorted((k, v) for k, v in kw.items() if k not in ("seed", "keep_model")))
+        else:
+            key = ("single", i)
+        groups.setdefault(key, []).append(i)
+    items, slots = [], []
+    for key, idx in groups.items():
+        algo, kw = calls[idx[0]]
+        if len(idx) == 1:
+            items.append((algo, kw))
+        else:
+            common = {k: v for k, v in kw.items() if k not in ("seed", "keep_model")}
+            seeds = [calls[i][1]["seed"] for i in idx]
+            if algo == "REPPO":
+                keep = [calls[i][1]["seed"] for i in idx if calls[i][1].get("keep_model")]
+                common["keep_model_seed"] = keep[0] if keep else None
+            items.append((algo + " seeds", dict(seeds=seeds, **common)))
+        slots.append(idx)
+    return items, slots
+
+
+def _train_one(call):
+    """One training run, or one stacked group of seeds (a list of runs); a picklable top-level function, so that
+    worker processes can run it."""
     algo, kw = call
+    fn = {"REPPO": train_reppo, "PPO": train_ppo, "REPPO seeds": train_reppo_seeds, "PPO seeds": train_ppo_seeds}
     with limit_threads(1):
-        return train_reppo(**kw) if algo == "REPPO" else train_ppo(**kw)
+        return fn[algo](**kw)
 
 
 def run_parallel(fn, items: list, workers: int, desc: str = "") -> list:
@@ -222,6 +258,11 @@ def run_parallel(fn, items: list, workers: int, desc: str = "") -> list:
     sockets, and one import of torch, about 2-3 CPU-seconds, instead of one per worker)."""
     if workers <= 1 or len(items) <= 1:
         return [fn(x) for x in progress(items, desc=desc)]
+    with _pool(min(workers, len(items))) as pool:
+        return list(progress(pool.map(fn, items), total=len(items), desc=desc))
+
+
+def _pool(workers: int):
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
@@ -229,8 +270,7 @@ def run_parallel(fn, items: list, workers: int, desc: str = "") -> list:
     ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
     if ctx.get_start_method() == "forkserver":
         ctx.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=ctx) as pool:
-        return list(progress(pool.map(fn, items), total=len(items), desc=desc))
+    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
 
 
 # -- Figure 3: memory ----------------------------------------------------------------------------------------------
@@ -281,9 +321,8 @@ def robustness_summary(grid: pd.DataFrame) -> pd.DataFrame:
 
 
 # -- Figure 5: ablations -------------------------------------------------------------------------------------------
-def ablation_study(cfg, curves: Optional[Curves] = None) -> pd.DataFrame:
-    """Final return of REPPO and its five ablations, ``ablation_seeds`` seeds each. Full REPPO runs of Figure 1
-    are reused when they have the same steps and seeds."""
+def _ablation_jobs(cfg, curves: Optional[Curves]) -> tuple[list, list, list]:
+    """(rows reused from Figure 1, jobs (variant, change, seed) to train, their training calls)."""
     seeds = train_seeds(cfg)[:cfg.ablation_seeds] if cfg.ablation_seeds <= cfg.n_train_seeds else \
         [int(cfg.seed) + 1000 * k for k in range(cfg.ablation_seeds)]
     rows, jobs = [], []
@@ -299,7 +338,35 @@ def ablation_study(cfg, curves: Optional[Curves] = None) -> pd.DataFrame:
     calls = [("REPPO", dict(env_name=cfg.env, total_steps=cfg.ablation_steps, hp=reppo_hp(cfg, **change), seed=s,
                             eval_every=cfg.ablation_steps, eval_episodes=cfg.eval_episodes, label=name))
              for name, change, s in jobs]
-    for (name, _, s), res in zip(jobs, run_parallel(_train_one, calls, cfg.workers, desc="ablations")):
+    return rows, jobs, calls
+
+
+_BACKGROUND: dict = {}  # calls -> futures of the runs start_ablations launched
+
+
+def start_ablations(cfg, curves: Optional[Curves] = None) -> None:
+    """Start Figure 5's training runs in one background worker process, so that they use the core the notebook
+    leaves idle while it draws Figures 1-4; :func:`ablation_study` then collects them (the same calls, so the same
+    numbers as training them there). Nothing starts with ``workers = 1``."""
+    _, _, calls = _ablation_jobs(cfg, curves)
+    _BACKGROUND.clear()
+    if cfg.workers <= 1 or not calls:
+        return
+    pool = _pool(1)
+    _BACKGROUND["calls"], _BACKGROUND["futures"] = calls, [pool.submit(_train_one, c) for c in calls]
+    pool.shutdown(wait=False)  # the submitted runs still complete; the worker exits after the last one
+
+
+def ablation_study(cfg, curves: Optional[Curves] = None) -> pd.DataFrame:
+    """Final return of REPPO and its five ablations, ``ablation_seeds`` seeds each. Full REPPO runs of Figure 1
+    are reused when they have the same steps and seeds; runs that :func:`start_ablations` started are collected."""
+    rows, jobs, calls = _ablation_jobs(cfg, curves)
+    if calls and _BACKGROUND.get("calls") == calls:
+        results = [f.result() for f in _BACKGROUND.pop("futures")]
+    else:
+        results = run_parallel(_train_one, calls, cfg.workers, desc="ablations")
+    _BACKGROUND.clear()
+    for (name, _, s), res in zip(jobs, results):
         rows.append(dict(variant=name, seed=s, final_return=res.final_return, wall_s=res.wall_s))
     df = pd.DataFrame(rows)
     df["variant"] = pd.Categorical(df["variant"], categories=list(ABLATIONS), ordered=True)
@@ -332,5 +399,5 @@ def variance_study(cfg, curves: Curves) -> pd.DataFrame:
 
 
 __all__ = ["Curves", "Memory", "learning_curves", "memory_study", "robustness_grid", "robustness_summary",
-           "ablation_study", "ablation_summary", "ablation_claim", "variance_study", "variance_ratio", "reppo_hp",
+           "start_ablations", "ablation_study", "ablation_summary", "ablation_claim", "variance_study", "variance_ratio", "reppo_hp",
            "ppo_hp", "train_seeds"]
