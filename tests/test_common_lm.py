@@ -48,6 +48,20 @@ def test_corpus_is_deterministic_for_a_seed_and_changes_with_it():
     assert files == tuple(sorted(files)) and not any("/test/" in f or f.startswith("test/") for f in files)
 
 
+def test_python_files_prunes_excluded_folders_and_matches_a_full_walk(tmp_path):
+    """The pruned walk lists exactly what filtering every file of a full recursive glob lists."""
+    from lib.common.text_corpus import EXCLUDED_DIRS, python_files
+
+    for rel in ["a.py", "b.txt", "pkg/__init__.py", "pkg/sub/m.py", "pkg/tests/t.py", "site-packages/x/y.py",
+                "config-3.11-x86_64/c.py", "deep/test/z.py", "deep/ok/z.py", "pkg/__pycache__/m.py"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("x = 1\n")
+    reference = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.py")
+                       if not any(part in EXCLUDED_DIRS or part.startswith("config-")
+                                  for part in p.relative_to(tmp_path).parts[:-1]))
+    assert python_files(tmp_path) == tuple(reference) == ("a.py", "deep/ok/z.py", "pkg/__init__.py", "pkg/sub/m.py")
+
+
 def test_corpus_kinds_and_split():
     docs = stdlib_docstrings(max_docs=50, seed=0, max_files=40)
     code = stdlib_corpus("code", max_files=40, seed=0)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import os
 import sys
 import sysconfig
 from pathlib import Path
@@ -55,13 +56,18 @@ def stdlib_dir() -> Path:
 @functools.lru_cache(maxsize=1)
 def stdlib_files() -> tuple[str, ...]:
     """Relative POSIX paths of the stdlib's ``.py`` files, sorted (tests and installed packages excluded)."""
-    root = stdlib_dir()
+    return python_files(stdlib_dir())
+
+
+def python_files(root: Path) -> tuple[str, ...]:
+    """Relative POSIX paths of the ``.py`` files under ``root``, sorted, skipping every folder named in
+    ``EXCLUDED_DIRS`` or starting with ``config-``. Excluded folders are pruned, not walked: the base interpreter's
+    ``site-packages`` under the stdlib folder can hold thousands of files (walking it cost ~1.8 s of 1.9 s here)."""
     files = []
-    for path in root.rglob("*.py"):
-        rel = path.relative_to(root)
-        if any(part in EXCLUDED_DIRS or part.startswith("config-") for part in rel.parts[:-1]):
-            continue
-        files.append(rel.as_posix())
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d not in EXCLUDED_DIRS and not d.startswith("config-")]
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        files.extend(f if rel_dir == "." else f"{rel_dir}/{f}" for f in filenames if f.endswith(".py"))
     return tuple(sorted(files))
 
 
