@@ -241,6 +241,95 @@ def test_gman_takes_the_cascades_own_node_features():
     norm = Norm.fit(s, 1.0)
     model = GMAN(2, [[0], [1]], (1,) * 18, hidden=8, generator=torch.Generator().manual_seed(0), n_features=18)
     b = collate(s, norm)
-    assert b["x_pad"].shape[2] == 18 and model(b).shape == (6,)
+    assert b["xs"].shape[1] == 18 and model(b).shape == (6,)
     with pytest.raises(ValueError, match="18 node features"):
         GMAN(2, [[0], [1]], (2, 2), n_features=18)
+
+
+# --- the ragged (unpadded) batch path and the parallel jobs ---------------------------------------------------
+def _padded_reference(model, b):
+    """The padded path: every model graph's slot of one GroupMLPs pass (``forward_groups``), one row per node / pair,
+    the other models' slots zero; read off the row's own model's groups."""
+    ext = model.ext
+    F, K, M = b["xs"].shape[1], ext.K, ext.M
+    x = b["xs"][b["nsort_inv"]]  # the node table in the batch's node order
+    own = b["marker"] if M > 1 else torch.zeros_like(b["marker"])
+    flat = torch.zeros(len(x), M * F)
+    for j in range(len(x)):
+        flat[j, own[j] * F:(own[j] + 1) * F] = x[j]
+    out = ext.f.forward_groups(ext.f.split(flat))  # [n, M * K, C]
+    fx = torch.stack([out[j, own[j] * K:(own[j] + 1) * K].sum(0) for j in range(len(x))])
+    pown = own[b["recv"]]
+    dpad = torch.zeros(len(b["d"]), M, 1)
+    dpad[torch.arange(len(b["d"])), pown, 0] = b["d"]
+    r = ext.rho.forward_groups(dpad)[torch.arange(len(b["d"])), pown]
+    return fx, r
+
+
+@pytest.mark.parametrize("share, groups", [("per_graph", (2, 2)), ("per_graph", (1, 1, 1, 1)), ("single", (2, 2))])
+def test_ragged_path_equals_the_padded_group_mlps_path(share, groups):
+    s = make_biomarker_sets(5, 4, rng=np.random.default_rng(4))
+    s = s.take([0, 1, 2])
+    keep = ~((s.sample == 1) & (s.marker == 2)) & (s.marker != 3)  # marker D absent: a model graph with no rows
+    s = Samples(s.markers, s.y, s.static, s.sample[keep], s.marker[keep], s.t[keep], s.value[keep], s.window)
+    model = GMAN(4, [[0], [1, 2], [3]], groups, share=share, hidden=6, generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        for p in model.ext.parameters():  # non-trivial LayerNorm affines and biases
+            p.add_(0.1 * torch.randn(p.shape, generator=torch.Generator().manual_seed(p.numel())))
+    model.eval()
+    b = collate(s, Norm.fit(s, 30.0), share)
+    assert b["pcnt"][3 if share == "per_graph" else 0] == (0 if share == "per_graph" else len(b["d"]))
+    with torch.no_grad():
+        fx_ref, r_ref = _padded_reference(model, b)
+        np.testing.assert_allclose(model.ext.node_values(b).numpy(), fx_ref.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(model.ext.distance_values(b).numpy(), r_ref.numpy(), rtol=1e-5, atol=1e-6)
+    # the pairs are the causal pairs of each graph, sorted by model graph, with their distances
+    want = set(zip(*causal_pairs(s.sample * 4 + s.marker, s.t)))
+    assert set(zip(b["recv"].tolist(), b["send"].tolist())) == want and len(b["recv"]) == len(want)
+    t = b["t"].double().numpy()
+    np.testing.assert_allclose(b["d"].numpy(), 1 / ((t[b["recv"]] - t[b["send"]]) / 30.0 + 0.1), rtol=1e-5)
+    with pytest.raises(ValueError, match="collated for"):
+        GMAN(4, [[0], [1], [2], [3]], share="single" if share == "per_graph" else "per_graph")(b)
+
+
+def test_dropout_keeps_one_minus_p_and_preserves_the_mean():
+    from lib.gman.model import dropout
+
+    torch.manual_seed(0)
+    h = torch.ones(400, 1000)
+    out = dropout(h, 0.2, True)
+    kept = (out > 0).float().mean().item()
+    assert abs(kept - 0.8) < 0.003 and abs(out.mean().item() - 1.0) < 0.004
+    vals = torch.unique(out).tolist()
+    assert len(vals) == 2 and vals[0] == 0.0 and vals[1] == pytest.approx(65536 / 52429)
+    rows = (out > 0).float().mean(1)  # no structure along rows or columns (four masks per 64-bit draw)
+    assert rows.std() < 0.04 and (out > 0).float().mean(0).std() < 0.07
+    assert torch.equal(dropout(h, 0.2, False), h) and torch.equal(dropout(h, 0.0, True), h)
+    h.requires_grad_(True)
+    dropout(h, 0.5, True).sum().backward()
+    assert set(torch.unique(h.grad).tolist()) <= {0.0, 2.0}
+
+
+def test_chunked_prediction_equals_one_batch():
+    from lib.gman.model import collate_chunks
+    from lib.gman.train import labels, predict
+
+    s = make_biomarker_sets(30, 3, rng=np.random.default_rng(5))
+    norm = Norm.fit(s, 30.0)
+    model = GMAN(3, [[0], [1, 2]], (2, 2), hidden=8, generator=torch.Generator().manual_seed(3))
+    chunks = collate_chunks(s, norm, size=7)
+    assert len(chunks) == 5 and np.array_equal(labels(chunks), s.y)
+    np.testing.assert_allclose(predict(model, chunks), predict(model, collate(s, norm)), rtol=1e-5, atol=1e-6)
+
+
+def test_results_do_not_depend_on_the_number_of_worker_processes():
+    import pandas as pd
+
+    import lib.gman as paper
+    from lib.gman import experiments as ex
+
+    kw = dict(mode="full", n_patients=120, n_markers=3, hidden=4, epochs=1, n_seeds=1, verbose=False)
+    one = ex.run_main(paper.config(workers=1, **kw))[0]
+    two = ex.run_main(paper.config(workers=2, **kw))[0]
+    assert len(one) == 7 and list(one.method[:4]) == list(ex.variants(3))
+    pd.testing.assert_frame_equal(one, two)

@@ -5,10 +5,12 @@ import numpy as np
 import pandas as pd
 import torch
 
+from lib.common import limit_threads, progress
+
 from .baselines import GIN, GRUDLite, fit_nn_baseline, fit_summary_baselines, gin_batch, grid_batch
 from .data import CASCADE_EMB, make_biomarker_sets, make_cascades, summary_features, train_val_test, load_physionet2012
 from .explain import contributions, distance_function, marker_importance, shape_functions
-from .model import GMAN, Norm, collate
+from .model import GMAN, Norm, collate, collate_chunks
 from .train import evaluate, make_batches, metrics, train
 
 
@@ -34,34 +36,104 @@ def make_data(cfg, rep: int, interaction: bool = True):
     return s.take(tr), s.take(va), s.take(te)
 
 
+def _prepare(cfg, rep: int, interaction: bool = True):
+    """Replicate ``rep``'s splits, the value standardisation and the positive-class weight (deterministic: every
+    worker process rebuilds the same from ``cfg``)."""
+    tr, va, te = make_data(cfg, rep, interaction)
+    norm = Norm.fit(tr, cfg.time_unit if cfg.data_path is None else 1.0)
+    pos_w = float((1 - tr.y.mean()) / max(tr.y.mean(), 1e-6))
+    return tr, va, te, norm, pos_w
+
+
+def train_variant(cfg, rep: int, name: str, interaction: bool = True, keep_model: bool = False) -> tuple:
+    """One GMAN variant on replicate ``rep``: its test metrics row (and the trained model when ``keep_model``).
+    Seeds: the initialisation, the batches, the epoch order and the dropout masks each from their own named stream,
+    so the result does not depend on what ran before or in which process."""
+    tr, va, te, norm, pos_w = _prepare(cfg, rep, interaction)
+    subsets, groups = variants(len(tr.markers))[name]
+    gen = cfg.torch_generator(f"init{rep}-{name}")
+    model = GMAN(len(tr.markers), subsets, groups, hidden=cfg.hidden, generator=gen)
+    torch.manual_seed(cfg.seed * 1000 + rep)  # dropout masks
+    batches = make_batches(tr, norm, cfg.batch, cfg.rng(f"batches{rep}"), "per_graph")
+    hist = train(model, batches, collate_chunks(va, norm), epochs=cfg.epochs, lr=cfg.lr, pos_weight=pos_w,
+                 rng=cfg.rng(f"order{rep}-{name}"))
+    row = {"rep": rep, "method": name, **evaluate(model, collate_chunks(te, norm)), "steps": hist["steps"],
+           "best_epoch": hist["best_epoch"]}
+    return row, (model if keep_model else None)
+
+
+def summary_rows(cfg, rep: int) -> list:
+    """LR and HGB on the summary features of replicate ``rep``, each tuned on the validation split."""
+    tr, va, te, _, _ = _prepare(cfg, rep)
+    X = [summary_features(x) for x in (tr, va, te)]
+    return [{"rep": rep, "method": f"{name}-summary", **metrics(te.y, p), "params": str(params)}
+            for name, (p, params, _) in fit_summary_baselines(X[0], tr.y, X[1], va.y, X[2], seed=cfg.seed).items()]
+
+
+def grud_row(cfg, rep: int) -> dict:
+    tr, va, te, norm, pos_w = _prepare(cfg, rep)
+    return {"rep": rep, "method": "GRU-D-lite", **run_grud(cfg, rep, tr, va, te, norm, pos_w)}
+
+
+def _job(job):
+    """One independent piece of work (a picklable top-level function, so that worker processes can run it)."""
+    kind, cfg, args = job
+    with limit_threads(1):
+        return {"gman": train_variant, "summary": summary_rows, "grud": grud_row,
+                "cascade-gman": cascade_gman_row, "cascade-gin": cascade_gin_row}[kind](cfg, *args)
+
+
+def run_jobs(cfg, jobs: list, desc: str = "") -> list:
+    """``[_job(j) for j in jobs]``, in ``cfg.workers`` worker processes when ``cfg.workers > 1``.
+
+    Every job rebuilds its data and seeds its own generators from ``cfg`` and its arguments, so the results do not
+    depend on ``workers`` (a unit test checks it). The workers are forked from a fresh server process that imported
+    this module once (``forkserver``: no fork of a kernel that holds threads and sockets)."""
+    items = [(kind, cfg, args) for kind, args in jobs]
+    workers = min(int(cfg.workers), len(items))
+    if workers <= 1:
+        return [_job(x) for x in progress(items, desc=desc)]
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+    if ctx.get_start_method() == "forkserver":
+        ctx.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        return list(progress(pool.map(_job, items), total=len(items), desc=desc))
+
+
 def run_seed(cfg, rep: int, names=None, interaction: bool = True) -> tuple[list, dict]:
     """Train every variant (or ``names``) and the baselines on replicate ``rep``; rows of test metrics + models."""
-    tr, va, te = make_data(cfg, rep, interaction)
-    unit = cfg.time_unit if cfg.data_path is None else 1.0
-    norm = Norm.fit(tr, unit)
-    val, test = collate(va, norm), collate(te, norm)
-    pos_w = float((1 - tr.y.mean()) / max(tr.y.mean(), 1e-6))
+    return run_replicates(cfg, [rep], names, interaction)
+
+
+def run_replicates(cfg, reps, names=None, interaction: bool = True) -> tuple[list, dict]:
+    """Every variant (or ``names``) and, unless ``names`` is given, the baselines on the replicates ``reps``, as
+    independent jobs (:func:`run_jobs`). Returns the rows (per replicate: variants, LR, HGB, GRU-D-lite) and the
+    first replicate's models, test batch, test samples and standardisation."""
+    jobs, first = [], reps[0]
+    for rep in reps:
+        for name in variants(3):  # the names (the same for any number of markers)
+            if names is None or name in names:
+                jobs.append(("gman", (rep, name, interaction, rep == first)))
+        if names is None:
+            jobs.append(("summary", (rep,)))
+            if cfg.grud:
+                jobs.append(("grud", (rep,)))
+    out = run_jobs(cfg, jobs, desc="training")
     rows, models = [], {}
-    m = len(tr.markers)
-    for name, (subsets, groups) in variants(m).items():
-        if names is not None and name not in names:
-            continue
-        gen = cfg.torch_generator(f"init{rep}-{name}")
-        model = GMAN(m, subsets, groups, hidden=cfg.hidden, generator=gen)
-        torch.manual_seed(cfg.seed * 1000 + rep)  # dropout masks
-        batches = make_batches(tr, norm, cfg.batch, cfg.rng(f"batches{rep}"), "per_graph")
-        hist = train(model, batches, val, epochs=cfg.epochs, lr=cfg.lr, pos_weight=pos_w,
-                     rng=cfg.rng(f"order{rep}-{name}"))
-        rows.append({"rep": rep, "method": name, **evaluate(model, test), "steps": hist["steps"],
-                     "best_epoch": hist["best_epoch"]})
-        models[name] = model
-    if names is None:
-        X = [summary_features(x) for x in (tr, va, te)]
-        for name, (p, params, _) in fit_summary_baselines(X[0], tr.y, X[1], va.y, X[2], seed=cfg.seed).items():
-            rows.append({"rep": rep, "method": f"{name}-summary", **metrics(te.y, p), "params": str(params)})
-        if cfg.grud:
-            rows.append({"rep": rep, "method": "GRU-D-lite", **run_grud(cfg, rep, tr, va, te, norm, pos_w)})
-    return rows, {"models": models, "test": test, "test_samples": te, "norm": norm}
+    for (kind, args), res in zip(jobs, out):
+        if kind == "gman":
+            rows.append(res[0])
+            if res[1] is not None:
+                models[args[1]] = res[1]
+        elif kind == "summary":
+            rows += res
+        else:
+            rows.append(res)
+    _, _, te, norm, _ = _prepare(cfg, first, interaction)
+    return rows, {"models": models, "test": collate(te, norm), "test_samples": te, "norm": norm}
 
 
 def run_grud(cfg, rep, tr, va, te, norm, pos_w) -> dict:
@@ -78,49 +150,58 @@ def run_grud(cfg, rep, tr, va, te, norm, pos_w) -> dict:
                            rng_fn=lambda k: cfg.rng(f"grud-order{rep}-{k}"))
 
 
+def _cascade_data(cfg, rep: int, n: int):
+    rng = cfg.rng(f"cascades{rep}")
+    s = make_cascades(n, rng=rng)
+    tr, va, te = (s.take(i) for i in train_val_test(s.n, rng=rng))
+    return tr, va, te, float((1 - tr.y.mean()) / max(tr.y.mean(), 1e-6))
+
+
+def cascade_gman_row(cfg, rep: int, n: int, epochs: int) -> dict:
+    """GMAN on replicate ``rep`` of the cascades: the root and the rest as two singleton subsets, univariate
+    feature groups, Δt in hours."""
+    tr, va, te, pos_w = _cascade_data(cfg, rep, n)
+    F = CASCADE_EMB + 2
+    norm = Norm.fit(tr, 1.0)
+    gen = cfg.torch_generator(f"cascade-init{rep}")
+    model = GMAN(2, [[0], [1]], (1,) * F, hidden=cfg.hidden, generator=gen, n_features=F)
+    torch.manual_seed(cfg.seed * 1000 + 500 + rep)
+    batches = make_batches(tr, norm, cfg.batch, cfg.rng(f"cascade-batches{rep}"), "per_graph")
+    hist = train(model, batches, collate_chunks(va, norm), epochs=epochs, lr=cfg.lr, pos_weight=pos_w,
+                 rng=cfg.rng(f"cascade-order{rep}"))
+    return {"rep": rep, "method": "GMAN", **evaluate(model, collate_chunks(te, norm)), "steps": hist["steps"]}
+
+
+def cascade_gin_row(cfg, rep: int, n: int, epochs: int) -> dict:
+    """The GIN on replicate ``rep`` of the cascades, its learning rate chosen on the validation split."""
+    tr, va, te, pos_w = _cascade_data(cfg, rep, n)
+    F = CASCADE_EMB + 2
+    perm = cfg.rng(f"gin-batches{rep}").permutation(tr.n)
+    gb = [gin_batch(tr.take(perm[k:k + cfg.batch])) for k in range(0, tr.n, cfg.batch)]
+    return {"rep": rep, "method": "GIN", **fit_nn_baseline(
+        lambda g: GIN(F, hidden=cfg.hidden, generator=g), gb, gin_batch(va), gin_batch(te), epochs=epochs,
+        pos_weight=pos_w, seed_fn=lambda k: cfg.torch_generator(f"gin{rep}-{k}"),
+        rng_fn=lambda k: cfg.rng(f"gin-order{rep}-{k}"))}
+
+
 def run_cascades(cfg, n: int | None = None, n_seeds: int | None = None, epochs: int | None = None) -> pd.DataFrame:
     """Figure 6: GMAN (root and rest as two singleton subsets, univariate feature groups) against a GIN on the
     synthetic cascades, ``n_seeds`` replicates; the GIN's learning rate is chosen on the validation split."""
     n, n_seeds, epochs = n or cfg.n_cascades, n_seeds or cfg.n_seeds, epochs or cfg.epochs
-    rows = []
-    for rep in range(n_seeds):
-        rng = cfg.rng(f"cascades{rep}")
-        s = make_cascades(n, rng=rng)
-        tr, va, te = (s.take(i) for i in train_val_test(s.n, rng=rng))
-        pos_w = float((1 - tr.y.mean()) / max(tr.y.mean(), 1e-6))
-        F = CASCADE_EMB + 2
-        norm = Norm.fit(tr, 1.0)  # Δt in hours
-        gen = cfg.torch_generator(f"cascade-init{rep}")
-        model = GMAN(2, [[0], [1]], (1,) * F, hidden=cfg.hidden, generator=gen, n_features=F)
-        torch.manual_seed(cfg.seed * 1000 + 500 + rep)
-        batches = make_batches(tr, norm, cfg.batch, cfg.rng(f"cascade-batches{rep}"), "per_graph")
-        hist = train(model, batches, collate(va, norm), epochs=epochs, lr=cfg.lr, pos_weight=pos_w,
-                     rng=cfg.rng(f"cascade-order{rep}"))
-        rows.append({"rep": rep, "method": "GMAN", **evaluate(model, collate(te, norm)), "steps": hist["steps"]})
-        perm = cfg.rng(f"gin-batches{rep}").permutation(tr.n)
-        gb = [gin_batch(tr.take(perm[k:k + cfg.batch])) for k in range(0, tr.n, cfg.batch)]
-        rows.append({"rep": rep, "method": "GIN", **fit_nn_baseline(
-            lambda g: GIN(F, hidden=cfg.hidden, generator=g), gb, gin_batch(va), gin_batch(te), epochs=epochs,
-            pos_weight=pos_w, seed_fn=lambda k: cfg.torch_generator(f"gin{rep}-{k}"),
-            rng_fn=lambda k: cfg.rng(f"gin-order{rep}-{k}"))})
-    return pd.DataFrame(rows)
+    jobs = [(kind, (rep, n, epochs)) for rep in range(n_seeds) for kind in ("cascade-gman", "cascade-gin")]
+    return pd.DataFrame(run_jobs(cfg, jobs, desc="cascades"))
 
 
 def run_main(cfg) -> tuple[pd.DataFrame, dict]:
     """Figures 1-2: every method on ``cfg.n_seeds`` replicates. Returns the metrics and replicate 0's models."""
-    rows, first = [], None
-    for rep in range(cfg.n_seeds):
-        r, objs = run_seed(cfg, rep)
-        rows += r
-        first = first or objs
+    rows, first = run_replicates(cfg, list(range(cfg.n_seeds)))
     return pd.DataFrame(rows), first
 
 
 def run_interaction_off(cfg) -> pd.DataFrame:
     """C3's control: singletons against {B,C} grouped with the XOR term removed from the label."""
-    rows = []
-    for rep in range(cfg.n_seeds):
-        rows += run_seed(cfg, rep, names=("GMAN singletons", "GMAN {B,C} grouped"), interaction=False)[0]
+    rows, _ = run_replicates(cfg, list(range(cfg.n_seeds)), names=("GMAN singletons", "GMAN {B,C} grouped"),
+                             interaction=False)
     return pd.DataFrame(rows)
 
 

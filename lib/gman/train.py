@@ -41,15 +41,22 @@ def make_batches(s: Samples, norm: Norm, batch: int, rng: np.random.Generator, s
     return [collate(s.take(perm[k:k + batch]), norm, share) for k in range(0, s.n, batch)]
 
 
+def labels(b) -> np.ndarray:
+    """The labels of a batch or of a list of batches (chunks), concatenated."""
+    return np.concatenate([c["y"].numpy() for c in ([b] if isinstance(b, dict) else b)])
+
+
 @torch.no_grad()
-def predict(model: GMAN, b: dict) -> np.ndarray:
+def predict(model: GMAN, b) -> np.ndarray:
+    """Probabilities for a batch, or for a list of batches (chunks of one split, concatenated in order)."""
     model.eval()
-    return torch.sigmoid(model(b)).double().numpy()
+    return np.concatenate([torch.sigmoid(model(c)).double().numpy() for c in ([b] if isinstance(b, dict) else b)])
 
 
-def train(model: GMAN, batches: list, val: dict, *, epochs: int, lr: float = 1e-2, wd: float = 1e-4,
+def train(model: GMAN, batches: list, val, *, epochs: int, lr: float = 1e-2, wd: float = 1e-4,
           pos_weight: float | None = None, clip: float = 1.0, rng: np.random.Generator) -> dict:
     """Train ``epochs`` passes over ``batches``; keep the parameters of the epoch with the best validation AUROC.
+    ``val``: one batch or a list of batches (chunks: cheaper than one large pass, which is memory-bound).
     Returns the history (loss, val AUROC per epoch, best epoch, optimizer steps)."""
     from sklearn.metrics import roc_auc_score
 
@@ -58,7 +65,7 @@ def train(model: GMAN, batches: list, val: dict, *, epochs: int, lr: float = 1e-
         pw = None if pos_weight is None else torch.tensor(float(pos_weight))
         hist = {"loss": [], "val_auroc": [], "steps": 0}
         best, best_state = -np.inf, None
-        yv = val["y"].numpy()
+        yv = labels(val)
         for ep in range(int(epochs)):
             model.train()
             tot = 0.0
@@ -83,6 +90,6 @@ def train(model: GMAN, batches: list, val: dict, *, epochs: int, lr: float = 1e-
         return hist
 
 
-def evaluate(model: GMAN, b: dict) -> dict:
+def evaluate(model: GMAN, b) -> dict:
     with limit_threads(1):
-        return metrics(b["y"].numpy(), predict(model, b))
+        return metrics(labels(b), predict(model, b))
