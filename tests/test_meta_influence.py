@@ -5,7 +5,7 @@ import shutil
 import numpy as np
 import pytest
 
-from lib.common import project_root
+from lib.common import limit_threads, project_root
 from lib.common.userfiles import UserFileError
 from lib.meta_influence import bilevel as B
 from lib.meta_influence import data as Dm
@@ -270,6 +270,63 @@ def test_mlp_inner_solve_converges_to_tolerance():
     assert float((inn.theta - lam).abs().max()) > 1e-3  # the inner problem did adapt
 
 
+@limit_threads(1)
+def test_mlp_inner_solve_converges_far_out():
+    """Far from lam* (a trial point of an outer line search, rms(lam) ~ 20 and ~ 700) and with a weak proximal term
+    (mu = 0.05: hess L^tr + mu I is indefinite at theta = lam, so the damped Newton path is taken) the solve reaches
+    its tolerance (scaled by rms(lam) only beyond 1) at a minimum (positive-definite Newton matrix), and it says so
+    when it cannot within max_iter."""
+    import torch
+
+    from lib.meta_influence import mlp as M
+
+    tasks, lam0 = _tiny_mlp_tasks(T=4, seed=3)
+    tasks = M.MLPTasks(3.0 * tasks.Xs, tasks.Ys, 3.0 * tasks.Xq, tasks.Yq, tasks.hid)
+    for scale, mu in ((40.0, 0.05), (1400.0, 1.0)):
+        lam = lam0 * scale
+        inn = M.inner_solve(lam, tasks, mu=mu, tol=1e-11)
+        g = M.grad_loss(inn.theta, tasks.Xs, tasks.Ys, tasks.hid) + mu * (inn.theta - lam)
+        rms = float(torch.sqrt((lam * lam).mean()))
+        assert rms > 10 and float(torch.linalg.vector_norm(g, dim=1).max()) < 1e-11 * rms
+        V = torch.randn(inn.theta.shape, dtype=M.DTYPE, generator=torch.Generator().manual_seed(5))
+        M.kinv(inn.theta, tasks, mu, V)  # raises on negative curvature of hess L + mu I at the solution
+        assert inn.newton >= 2
+        with pytest.raises(RuntimeError, match="Newton steps"):
+            M.inner_solve(lam, tasks, mu=mu, tol=1e-11, max_iter=inn.newton - 1)
+
+
+@limit_threads(1)
+def test_mlp_newton_outer_rejects_trial_points_whose_inner_solve_fails(monkeypatch):
+    """LOTO by inexact Newton-CG from lam* reaches ||grad F|| < tol, and when the inner solve fails at the first
+    trial points of a line search (as far-out trial points did in full mode) the step is halved instead of the run
+    failing; the retrained lam is the same local minimum."""
+    import torch
+
+    from lib.meta_influence import mlp as M
+
+    tasks, lam = _tiny_mlp_tasks(T=4, seed=1)
+    mu, rho = 1.0, 1.0
+    base = M.newton_outer(tasks, mu, rho, torch.ones(4, dtype=M.DTYPE), lam, tol=1e-8)
+    w = torch.tensor([1.0, 1.0, 0.0, 1.0], dtype=M.DTYPE)
+    ref = M.newton_outer(tasks, mu, rho, w, base.lam, base.pt.theta, tol=1e-10)
+    assert ref.grad_norm < 1e-10 and float(torch.linalg.vector_norm(ref.lam - base.lam)) > 1e-3
+    real_at, calls = M.at, {"n": 0, "fail": range(2, 4)}
+
+    def flaky_at(*args, **kw):
+        calls["n"] += 1
+        if calls["n"] in calls["fail"]:  # the first two trial points of the first step
+            raise RuntimeError("mlp.inner_solve: (simulated) stall")
+        return real_at(*args, **kw)
+
+    monkeypatch.setattr(M, "at", flaky_at)
+    got = M.newton_outer(tasks, mu, rho, w, base.lam, base.pt.theta, tol=1e-10)
+    assert calls["n"] > 3 and got.grad_norm < 1e-10
+    assert float(torch.linalg.vector_norm(got.lam - ref.lam)) < 1e-7
+    calls["n"], calls["fail"] = 0, range(2, 10**6)  # every trial point fails: a clear error, not a wrong answer
+    with pytest.raises(RuntimeError, match="no trial point"):
+        M.newton_outer(tasks, mu, rho, w, base.lam, base.pt.theta, tol=1e-10)
+
+
 def test_mlp_total_hvp_matches_finite_difference_of_total_gradient():
     import torch
 
@@ -308,3 +365,51 @@ def test_mlp_task_if_tends_to_first_order_as_mu_grows():
         gaps.append(max(float(torch.linalg.vector_norm(pt.G - pt.g_val) / torch.linalg.vector_norm(pt.g_val)),
                         float(torch.linalg.vector_norm(hv_full - hv_fo) / torch.linalg.vector_norm(hv_fo))))
     assert gaps[1] < 0.05 and gaps[1] < 0.1 * gaps[0], gaps
+
+
+def test_sine_tasks_follow_the_benchmark():
+    from lib.meta_influence import mlp as M
+
+    st = M.make_sine_tasks(np.random.default_rng(4), 30, k_shot=10, q_shot=7)
+    t = st.tasks
+    assert t.Xs.shape == (30, 10, 1) and t.Yq.shape == (30, 7, 1) and t.dim == 40 + 40 + 40 + 1
+    assert st.amp.min() >= 0.1 and st.amp.max() <= 5.0 and st.phase.min() >= 0 and st.phase.max() <= np.pi
+    assert float(t.Xs.abs().max()) <= 1.0 and float(t.Xs.abs().max()) > 0.8  # x / 5, x uniform in [-5, 5]
+    for X, Y in ((t.Xs, t.Ys), (t.Xq, t.Yq)):
+        want = st.amp[:, None] * np.sin(X[..., 0].numpy() * st.x_scale - st.phase[:, None])
+        assert np.allclose(Y[..., 0].numpy(), want, atol=1e-12)
+    again = M.make_sine_tasks(np.random.default_rng(4), 30, k_shot=10, q_shot=7)
+    assert np.array_equal(again.amp, st.amp) and bool((again.tasks.Xq == t.Xq).all())
+    with pytest.raises(ValueError, match="k_shot"):
+        M.make_sine_tasks(np.random.default_rng(0), 3, k_shot=0)
+
+
+def test_mlp_regression_loss_is_half_mse_and_its_hvp_exact():
+    import torch
+
+    from lib.meta_influence import mlp as M
+
+    st = M.make_sine_tasks(np.random.default_rng(2), 3, k_shot=6, q_shot=4, hid=5)
+    t = st.tasks
+    th = torch.randn(3, t.dim, dtype=M.DTYPE, generator=torch.Generator().manual_seed(0))
+    d, h = 1, 5
+    W1, b1 = th[:, :d * h].reshape(3, d, h), th[:, d * h:d * h + h]
+    W2, b2 = th[:, d * h + h:d * h + 2 * h].reshape(3, h, 1), th[:, -1:]
+    pred = torch.tanh(t.Xs @ W1 + b1[:, None]) @ W2 + b2[:, None]
+    assert torch.allclose(M.task_losses(th, t.Xs, t.Ys, h), 0.5 * ((pred - t.Ys) ** 2).mean((1, 2)), atol=1e-13)
+    V = torch.randn(th.shape, dtype=M.DTYPE, generator=torch.Generator().manual_seed(1))
+    Hv = M.hvp_loss(th, V, t.Xs, t.Ys, h)
+    for i in range(3):
+        f = lambda p: M.task_losses(p[None], t.Xs[i:i + 1], t.Ys[i:i + 1], h)[0]  # noqa: E731
+        assert torch.allclose(torch.func.hessian(f)(th[i]) @ V[i], Hv[i], atol=1e-12, rtol=1e-10)
+
+
+@limit_threads(1)
+def test_sinusoid_task_if_runs_end_to_end_on_a_tiny_problem():
+    import lib.meta_influence as P
+    from lib.meta_influence import experiments as E
+
+    cfg = P.config(mode="quick", seed=0, verbose=False)
+    out = E.sinusoids(cfg, n_tasks=5, n_test_tasks=3, n_loto=3, k_shot=5, hid=3)
+    assert out["dim"] == 3 + 3 + 3 + 1 and len(out["df"]) == 3 and out["max_grad"] < 1e-8 and out["lam_grad"] < 1e-8
+    assert out["df"].actual.abs().max() > 0  # removing a task moved phi

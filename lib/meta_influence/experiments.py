@@ -261,25 +261,16 @@ def model_editing(cfg, base: Base, tif: I.TaskIF, inst: dict) -> pd.DataFrame:
     return df
 
 
-@limit_threads(1)
-def setting_b(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, n_loto: int | None = None):
-    """Figure 1, panel B (full mode only; returns None in quick mode): task-IF (full, surrogate, first-order, TracIn)
-    against LOTO retraining for the MLP 64-32-5 inner model (:mod:`.mlp`), on tasks drawn like setting A's (own
-    stream "data_b"). lam* by L-BFGS then Newton-CG to ||grad F|| < 1e-9; task-IF by one CG solve on the exact total
-    Hessian (HVPs by torch.func); LOTO on n_loto sampled tasks by warm-started Newton-CG to ||grad F|| < 1e-9."""
-    if cfg.mode != "full" and n_tasks is None:
-        return None
+def _mlp_task_if_vs_loto(cfg, tr, te, noisy: np.ndarray, n_loto: int, stream: str) -> dict:
+    """Task-IF (full, surrogate, first-order, TracIn) vs LOTO for an MLP inner model (:mod:`.mlp`): lam* by L-BFGS
+    then Newton-CG to ||grad F|| < 1e-9 from an initialisation drawn from stream "init_<stream>"; task-IF by one CG
+    solve per Hessian variant; LOTO on n_loto tasks (stream "loto_<stream>") by warm-started inexact Newton-CG."""
     import torch
 
     from . import mlp as M
 
-    T = n_tasks or cfg.b_tasks
-    Tt = n_test_tasks or cfg.b_test_tasks
-    nl = min(n_loto or cfg.b_loto, T)
-    md = make_meta_data(cfg.rng("data_b"), T, Tt, n_way=cfg.n_way, k_shot=cfg.k_shot, q_shot=cfg.q_shot,
-                        task_noise=cfg.task_noise, instance_noise=cfg.instance_noise, data_path=cfg.data_path)
-    tr, te = M.from_tasks(md.train), M.from_tasks(md.test)
-    gen = torch.Generator().manual_seed(int(cfg.rng("init_b").integers(2**31)))
+    T = len(tr)
+    gen = torch.Generator().manual_seed(int(cfg.rng(f"init_{stream}").integers(2**31)))
     t0 = time.perf_counter()
     res = M.outer_solve(tr, cfg.mu, cfg.rho, M.init_lam(tr, gen))
     train_secs = time.perf_counter() - t0
@@ -287,7 +278,7 @@ def setting_b(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, 
     t0 = time.perf_counter()
     tif = M.task_if_b(res, tr, te, cfg.mu, cfg.rho)
     if_secs = time.perf_counter() - t0
-    ks = np.sort(cfg.rng("loto_b").choice(T, nl, replace=False))
+    ks = np.sort(cfg.rng(f"loto_{stream}").choice(T, n_loto, replace=False))
     actual, grads, loto_mv = [], [], 0
     t0 = time.perf_counter()
     for k in ks:
@@ -299,10 +290,44 @@ def setting_b(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, 
         loto_mv += r.matvecs
     loto_secs = time.perf_counter() - t0
     df = pd.DataFrame({"task": ks, "actual": actual, "full": tif.full[ks], "surrogate": tif.surrogate[ks],
-                       "first_order": tif.first_order[ks], "tracin": tif.tracin[ks], "noisy": md.noisy_tasks[ks]})
+                       "first_order": tif.first_order[ks], "tracin": tif.tracin[ks], "noisy": noisy[ks]})
     stats = {col: {"pearson": float(pearsonr(df[col], df.actual)[0]),
                    "spearman": float(spearmanr(df[col], df.actual)[0])}
              for col in ("full", "surrogate", "first_order", "tracin")}
     return {"df": df, "stats": stats, "max_grad": float(max(grads)), "lam_grad": res.grad_norm, "dim": tr.dim,
-            "T": T, "n_test": Tt, "n_loto": nl, "phi": phi0, "train_seconds": train_secs, "if_seconds": if_secs,
-            "loto_seconds": loto_secs, "if_matvecs": tif.matvecs, "loto_matvecs": loto_mv}
+            "T": T, "n_test": len(te), "n_loto": n_loto, "phi": phi0, "train_seconds": train_secs,
+            "if_seconds": if_secs, "loto_seconds": loto_secs, "if_matvecs": tif.matvecs, "loto_matvecs": loto_mv}
+
+
+@limit_threads(1)
+def setting_b(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, n_loto: int | None = None):
+    """Figure 1, panel B (full mode only; returns None in quick mode): task-IF (full, surrogate, first-order, TracIn)
+    against LOTO retraining for the MLP 64-32-5 inner model (:mod:`.mlp`), on tasks drawn like setting A's (own
+    stream "data_b"). lam* by L-BFGS then Newton-CG to ||grad F|| < 1e-9; task-IF by one CG solve on the exact total
+    Hessian (HVPs by torch.func); LOTO on n_loto sampled tasks by
+    warm-started inexact Newton-CG (:func:`.mlp.newton_outer`) to ||grad F|| < 1e-9."""
+    if cfg.mode != "full" and n_tasks is None:
+        return None
+    from . import mlp as M
+
+    T = n_tasks or cfg.b_tasks
+    Tt = n_test_tasks or cfg.b_test_tasks
+    nl = min(n_loto or cfg.b_loto, T)
+    md = make_meta_data(cfg.rng("data_b"), T, Tt, n_way=cfg.n_way, k_shot=cfg.k_shot, q_shot=cfg.q_shot,
+                        task_noise=cfg.task_noise, instance_noise=cfg.instance_noise, data_path=cfg.data_path)
+    return _mlp_task_if_vs_loto(cfg, M.from_tasks(md.train), M.from_tasks(md.test), md.noisy_tasks, nl, "b")
+
+
+@limit_threads(1)
+def sinusoids(cfg, n_tasks: int = 50, n_test_tasks: int = 20, n_loto: int = 25, k_shot: int = 10, hid: int = 40):
+    """Task-IF vs LOTO on the sinusoid regression benchmark (amplitude in [0.1, 5], phase in [0, pi], K = k_shot
+    support and 10 query points per task; inner model an MLP 1-hid(tanh)-1 with half squared error), with setting B's
+    machinery (:func:`_mlp_task_if_vs_loto`; streams "data_sine_*", "init_sine", "loto_sine"). NOT wired into the
+    notebook yet (no full-mode notebook run with it); callable from lib in any mode."""
+    from . import mlp as M
+
+    tr = M.make_sine_tasks(cfg.rng("data_sine_train"), n_tasks, k_shot=k_shot, hid=hid)
+    te = M.make_sine_tasks(cfg.rng("data_sine_test"), n_test_tasks, k_shot=k_shot, hid=hid)
+    out = _mlp_task_if_vs_loto(cfg, tr.tasks, te.tasks, np.zeros(n_tasks, dtype=bool), min(n_loto, n_tasks), "sine")
+    out["amp"], out["phase"] = tr.amp, tr.phase
+    return out

@@ -4,14 +4,15 @@ theta, lam in R^P, P = 64*32 + 32 + 32*5 + 5 = 2245. Everything is matrix-free i
 parameters are a (T, P) tensor and every loss is a sum over tasks, so ``torch.func.grad`` / ``jvp`` of that sum give
 each task's own gradient / Hessian-vector product at once (the tasks do not interact).
 
-- inner: theta_i = argmin L(theta; D_i^tr) + mu/2 ||theta - lam||^2, Newton-CG (batched CG on K_i = hess L^tr + mu I)
-  with a backtracking line search, to max_i ||grad g_i|| < tol;
+- inner: theta_i = argmin L(theta; D_i^tr) + mu/2 ||theta - lam||^2, Newton-CG (batched CG on K_i = hess L^tr + mu I,
+  Levenberg-Marquardt damped where it meets negative curvature) with a backtracking line search, to
+  max_i ||grad g_i|| < tol;
 - total gradient G_i = mu K_i^{-1} grad L^val_i; total Hessian-vector product (exact, third-order term included):
   H v = sum_i w_i mu K_i^{-1} (hess L^val_i - D(hess L^tr_i)[dtheta_i] u_i) dtheta_i... written out in
   :func:`total_hvp`; the surrogate drops the third-order term; first-order IF sets J = I;
 - task-IF_k = grad phi^T H^{-1} G_k with ONE CG solve s = H^{-1} grad phi (H symmetric), scipy's ``cg``;
-- LOTO ground truth: Newton-CG re-solves of the outer problem without task k, warm-started at (lam*, theta*), to
-  ||grad F|| < tol_outer.
+- LOTO ground truth: inexact Newton-CG re-solves of the outer problem without task k (truncated CG on the exact total
+  Hessian), warm-started at (lam*, theta*), to ||grad F|| < tol_outer.
 """
 from __future__ import annotations
 
@@ -70,6 +71,38 @@ def from_tasks(tasks, hid: int = HID) -> MLPTasks:
                     t(eye[tasks.yq]), hid)
 
 
+@dataclass
+class SineTasks:
+    """Sinusoid regression tasks (the MAML benchmark): y = A sin(x - phase), x uniform in x_range; ``tasks`` holds the
+    regression targets as one output column and the inputs divided by x_scale (so that |x| <= 1, as for the digits)."""
+
+    tasks: MLPTasks
+    amp: np.ndarray  # (T,)
+    phase: np.ndarray  # (T,)
+    x_scale: float
+
+
+def make_sine_tasks(rng: np.random.Generator, n_tasks: int, k_shot: int = 10, q_shot: int = 10,
+                    amp_range=(0.1, 5.0), phase_range=(0.0, np.pi), x_range=(-5.0, 5.0), hid: int = 40) -> SineTasks:
+    """n_tasks sinusoids with amplitude and phase uniform in their ranges (the brief: [0.1, 5] and [0, pi]), K = k_shot
+    support and q_shot query points per task, drawn independently and uniformly in x_range."""
+    if n_tasks < 1 or k_shot < 1 or q_shot < 1:
+        raise ValueError(f"make_sine_tasks: n_tasks, k_shot, q_shot must be >= 1, got {n_tasks}, {k_shot}, {q_shot}")
+    amp = rng.uniform(*amp_range, size=n_tasks)
+    phase = rng.uniform(*phase_range, size=n_tasks)
+    xs = rng.uniform(*x_range, size=(n_tasks, k_shot))
+    xq = rng.uniform(*x_range, size=(n_tasks, q_shot))
+    scale = float(max(abs(x_range[0]), abs(x_range[1])))
+
+    def t(a):
+        return torch.as_tensor(np.ascontiguousarray(a)[..., None], dtype=DTYPE)
+
+    def y(x):
+        return amp[:, None] * np.sin(x - phase[:, None])
+
+    return SineTasks(MLPTasks(t(xs / scale), t(y(xs)), t(xq / scale), t(y(xq)), hid), amp, phase, scale)
+
+
 def _unpack(th: torch.Tensor, d: int, hid: int, C: int):
     T = th.shape[0]
     i = d * hid
@@ -88,8 +121,11 @@ def logits(th: torch.Tensor, X: torch.Tensor, hid: int = HID, C: int = 5) -> tor
 
 
 def task_losses(th, X, Y, hid=HID):
-    """(T,) mean cross-entropy of each task."""
+    """(T,) mean cross-entropy of each task (Y one-hot); with one output column (Y of shape (T, n, 1): regression, as
+    for the sinusoids) half the mean squared error."""
     Z = logits(th, X, hid, Y.shape[2])
+    if Y.shape[2] == 1:
+        return 0.5 * ((Z - Y) ** 2).sum(-1).mean(-1)
     return -(Y * torch.log_softmax(Z, dim=-1)).sum(-1).mean(-1)
 
 
@@ -111,8 +147,10 @@ def third_loss(th, U, V, X, Y, hid=HID):
     return jvp(lambda t: hvp_loss(t, U, X, Y, hid), (th,), (V,))[1]
 
 
-def batched_cg(matvec, B: torch.Tensor, tol: float = 1e-11, max_iter: int = 200, truncate: bool = False):
-    """Solve A_t x_t = b_t for every row t (A_t SPD, applied together by ``matvec``). Returns (X, iterations).
+def batched_cg(matvec, B: torch.Tensor, tol: float = 1e-11, max_iter: int = 200, truncate: bool = False,
+               return_neg: bool = False):
+    """Solve A_t x_t = b_t for every row t (A_t SPD, applied together by ``matvec``). Returns (X, iterations), and
+    with ``return_neg`` also the mask of rows that met negative curvature.
     truncate=True (Newton steps far from a solution): a row meeting negative curvature stops there (Steihaug), and
     keeps b_t itself when it stopped at once; otherwise negative curvature raises."""
     X = torch.zeros_like(B)
@@ -142,7 +180,7 @@ def batched_cg(matvec, B: torch.Tensor, tol: float = 1e-11, max_iter: int = 200,
         beta = torch.where(active, rs_new / rs.clamp_min(1e-300), torch.zeros_like(rs))
         Pd = R + beta[:, None] * Pd
         rs = torch.where(active, rs_new, rs)
-    return X, it
+    return (X, it, stopped) if return_neg else (X, it)
 
 
 @dataclass
@@ -153,8 +191,16 @@ class Inner:
 
 
 def inner_solve(lam: torch.Tensor, tasks: MLPTasks, mu: float, theta0: torch.Tensor | None = None,
-                tol: float = 1e-11, max_iter: int = 50) -> Inner:
-    """Newton-CG on g_i(theta) = L^tr_i(theta) + mu/2 ||theta - lam||^2 for all tasks at once, to max ||grad g|| < tol."""
+                tol: float = 1e-11, max_iter: int = 200) -> Inner:
+    """Newton-CG on g_i(theta) = L^tr_i(theta) + mu/2 ||theta - lam||^2 for all tasks at once, to
+    max ||grad g|| < tol * max(1, rms(lam)) (float64 rounding of mu (theta - lam) grows with lam: at the trial points
+    of an outer line search far out, rms(lam) ~ 1e3, an absolute 1e-11 is below it; near lam* rms(lam) ~ 1).
+
+    Far from a minimum (large lam, where the tanh MLP's support loss is strongly non-convex) plain Newton-CG stalls:
+    a task whose CG met negative curvature, or whose step needed backtracking to a quarter or less, gets an extra
+    Levenberg-Marquardt shift delta_i (the next Newton matrix is hess L + (mu + delta_i) I); each full step accepted
+    divides delta_i by 4, and below 1e-8 mu it is 0 again, so the last steps are exact Newton steps (quadratic
+    convergence to the tolerance)."""
     X, Y, h = tasks.Xs, tasks.Ys, tasks.hid
     T = len(tasks)
     lam_b = lam.expand(T, -1) if lam.dim() == 1 else lam
@@ -164,13 +210,17 @@ def inner_solve(lam: torch.Tensor, tasks: MLPTasks, mu: float, theta0: torch.Ten
         return task_losses(t, X, Y, h) + 0.5 * mu * ((t - lam_b) ** 2).sum(1)
 
     n_cg = 0
+    delta = torch.zeros(T, dtype=th.dtype)
+    tol = tol * max(1.0, float(torch.sqrt((lam_b * lam_b).mean())))
     for it in range(max_iter):
         g = grad_loss(th, X, Y, h) + mu * (th - lam_b)
         gn = torch.sqrt((g * g).sum(1))
         if float(gn.max()) < tol:
             return Inner(th, it, n_cg)
         forcing = min(0.1, float(gn.max()) ** 0.5)  # inexact Newton (Eisenstat-Walker forcing term)
-        step, k = batched_cg(lambda V: hvp_loss(th, V, X, Y, h) + mu * V, -g, tol=forcing, truncate=True)
+        shift = (mu + delta)[:, None]
+        step, k, neg = batched_cg(lambda V: hvp_loss(th, V, X, Y, h) + shift * V, -g, tol=forcing, truncate=True,
+                                  return_neg=True)
         n_cg += k
         f0 = gval(th)
         a = torch.ones(T, dtype=th.dtype)
@@ -181,6 +231,9 @@ def inner_solve(lam: torch.Tensor, tasks: MLPTasks, mu: float, theta0: torch.Ten
                 break
             a = torch.where(bad, a * 0.5, a)
         th = th + a[:, None] * step
+        worse = neg | (a <= 0.25)
+        delta = torch.where(worse, torch.clamp(4.0 * delta, min=mu), torch.where(a == 1.0, delta / 4.0, delta))
+        delta = torch.where(delta < 1e-8 * mu, torch.zeros_like(delta), delta)
     g = grad_loss(th, X, Y, h) + mu * (th - lam_b)
     raise RuntimeError(f"mlp.inner_solve: max ||grad g|| = {float(torch.sqrt((g * g).sum(1)).max()):.2e} after "
                        f"{max_iter} Newton steps (tol {tol:.0e})")
@@ -261,9 +314,23 @@ class OuterB:
     matvecs: int
 
 
-def newton_outer(tasks, mu, rho, w, lam0, theta0=None, tol=1e-9, max_iter=30) -> OuterB:
-    """Newton-CG on the outer objective (exact total Hessian by CG), backtracking on ||grad F||^2 ... (F itself
-    would need the inner losses only, but the gradient norm is what the ground truth must drive to tol)."""
+def newton_step(pt: Point, tasks, mu, rho, w, g: torch.Tensor, rtol: float, maxiter: int = 500):
+    """Inexact Newton step on the outer problem: truncated CG (Steihaug) on H s = -g, H the exact total Hessian, to
+    ||H s + g|| <= rtol ||g||; a direction of negative curvature stops CG there (the steepest-descent direction -g
+    when met at once). Returns (s, matvecs, met negative curvature)."""
+    def mv(V):
+        return total_hvp(pt, tasks, mu, rho, w, V[0])[None]
+
+    S, k, neg = batched_cg(mv, -g[None], tol=rtol, max_iter=maxiter, truncate=True, return_neg=True)
+    return S[0], k, bool(neg[0])
+
+
+def newton_outer(tasks, mu, rho, w, lam0, theta0=None, tol=1e-9, max_iter=40) -> OuterB:
+    """Inexact Newton-CG on the outer objective to ||grad F|| < tol: each step solves H s = -g (exact total Hessian,
+    truncated CG) only to the forcing tolerance min(0.1, sqrt(||grad F||)) (Eisenstat-Walker: superlinear
+    convergence, far fewer Hessian-vector products than solving every step to 1e-8), then backtracks until F
+    decreases (Armijo) or ||grad F|| halves. A trial point where the inner solve stalls is rejected like one that
+    fails Armijo (the step is halved); an accepted point always has converged inner problems."""
     lam = lam0.clone()
     pt = at(lam, tasks, mu, theta0)
     mvs = 0
@@ -276,16 +343,24 @@ def newton_outer(tasks, mu, rho, w, lam0, theta0=None, tol=1e-9, max_iter=30) ->
         gn = float(torch.linalg.vector_norm(g))
         if gn < tol:
             return OuterB(lam, pt, gn, it, mvs)
-        step, k, _ = hess_solve(pt, tasks, mu, rho, w, -g, rtol=1e-8)
+        step, k, _ = newton_step(pt, tasks, mu, rho, w, g, rtol=max(1e-12, min(0.1, gn ** 0.5)))
         mvs += k
-        f0, a = Fval(pt), 1.0
-        for _ in range(30):
-            cand = at(lam + a * step, tasks, mu, pt.theta)
-            gc = float(torch.linalg.vector_norm(outer_grad(cand, w, rho)))
-            if Fval(cand) <= f0 + 1e-4 * a * float(g @ step) + 1e-12 * abs(f0) or gc < 0.5 * gn:
+        f0, a, cand, a_c = Fval(pt), 1.0, None, 0.0
+        for _ in range(40):
+            try:
+                c = at(lam + a * step, tasks, mu, pt.theta)
+            except (RuntimeError, FloatingPointError):
+                a *= 0.5
+                continue
+            cand, a_c = c, a
+            gc = float(torch.linalg.vector_norm(outer_grad(c, w, rho)))
+            if Fval(c) <= f0 + 1e-4 * a * float(g @ step) + 1e-12 * abs(f0) or gc < 0.5 * gn:
                 break
             a *= 0.5
-        lam, pt = lam + a * step, cand
+        if cand is None:
+            raise RuntimeError(f"mlp.newton_outer: no trial point along the Newton step had a converged inner "
+                               f"problem (||grad F|| = {gn:.2e})")
+        lam, pt = lam + a_c * step, cand
     gn = float(torch.linalg.vector_norm(outer_grad(pt, w, rho)))
     return OuterB(lam, pt, gn, max_iter, mvs)
 
