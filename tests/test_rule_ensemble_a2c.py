@@ -193,6 +193,57 @@ def test_toy_text_states_are_decoded_into_coordinates():
     env.close()
 
 
+@pytest.mark.parametrize("name", ["Acrobot-v1", "MountainCar-v0", "CliffWalking-v1", "Taxi-v4", "FrozenLake-v1",
+                                  "LunarLander-v3"])
+def test_vectorised_envs_equal_gymnasium_step_for_step(name):
+    """The numpy copies (and LunarLander's wrapper-free loop) return gymnasium's observations, rewards and flags bit
+    for bit, through terminations, time-limit truncations, next-step autoresets and reseeded resets (a policy that
+    reaches the goal often)."""
+    if name == "LunarLander-v3" and not P.box2d_available():
+        pytest.skip("LunarLander-v3 needs the optional package box2d")
+    goal = {"Acrobot-v1": lambda X: np.where(X[:, 5] > 0, 2, 0),  # pump energy: terminates in ~100 steps
+            "MountainCar-v0": lambda X: np.where(X[:, 1] > 0, 2, 0)}.get(name)
+    a, b = P.VecEnv(name, 5, seed=17, backend="gymnasium"), P.VecEnv(name, 5, seed=17, backend="numpy")
+    xa, xb = a.reset(), b.reset()
+    assert xa.dtype == xb.dtype and np.array_equal(xa, xb)
+    rng = np.random.default_rng(0)
+    ends = terms = 0
+    for t in range(1200):
+        act = rng.integers(0, a.n_actions, 5)
+        if goal is not None:
+            act = np.where(rng.random(5) < 0.2, act, goal(xa))
+        ra, rb = a.step(act), b.step(act)
+        for u, v in zip(ra, rb):
+            assert u.dtype == v.dtype and np.array_equal(u, v), (name, t)
+        xa = ra[0]
+        ends += int((ra[2] | ra[3]).sum())
+        terms += int(ra[2].sum())
+        if t in (400, 800):  # a reseeded reset restarts from the same states; a plain one continues the streams
+            if t == 400:
+                a.reseed(), b.reseed()
+            xa, xb = a.reset(), b.reset()
+            assert np.array_equal(xa, xb)
+    assert ends >= 5 and (terms >= 3 or name in ("CliffWalking-v1", "Taxi-v4"))  # random play rarely ends these
+    a.close(), b.close()
+    with pytest.raises(ValueError, match="'backend'"):
+        P.VecEnv(name, 2, backend="jax")
+
+
+def test_runs_do_not_depend_on_the_number_of_workers():
+    from lib.rule_ensemble_a2c.experiments import run_jobs
+
+    kw = dict(mode="full", envs=["CartPole-v1"], total_steps=1200, n_seeds=1, verbose=False, out_dir="/tmp/rea2c_t")
+    jobs = [("CartPole-v1", "A2C-MLP", 1e-3, 5), ("CartPole-v1", "NSAC-OGB", 0.1, 6)]
+    one = run_jobs(P.config(workers=1, **kw), "train", jobs)
+    two = run_jobs(P.config(workers=2, **kw), "train", jobs)
+    X = np.random.default_rng(0).normal(size=(64, 4))
+    for (r1, t1), (r2, t2) in zip(one, two):
+        assert r1.curve.equals(r2.curve) and r1.final_return == r2.final_return
+        assert np.array_equal(r1.greedy(X), r2.greedy(X))
+        assert [t["final_return"] for t in t1] == [t["final_return"] for t in t2]
+    assert len(one[0][1]) == 2 and not one[1][1]  # trees are distilled from the MLP run only
+
+
 def test_short_training_runs_are_reproducible_and_respect_budgets():
     hp = P.A2CHP(k_max=3, rule_every=5, warmup_steps=200, buffer_size=256, actor_lr=0.1)
     a = P.train_a2c("CartPole-v1", "rules", hp, total_steps=2000, seed=3, n_evals=2, eval_episodes=3, eval_at_k=(1, 2))
@@ -212,6 +263,36 @@ def test_config_refuses_bad_parameters():
         P.config(rule_optimizer="lbfgs", verbose=False)
     with pytest.raises(ValueError, match="'envs'"):
         P.config(envs="CartPole-v1", verbose=False)
+    with pytest.raises(ValueError, match="'workers'"):
+        P.config(workers=0, verbose=False)
     if not P.box2d_available():
         with pytest.raises(ValueError, match="box2d"):
             P.config(envs=["LunarLander-v3"], verbose=False)
+
+
+def test_tuning_cli_resumes_and_writes_the_same_file(tmp_path, monkeypatch):
+    """An interrupted grid resumes where it stopped and ends with the same file as one uninterrupted call (runs
+    replaced by a deterministic stand-in; rows of other environments are kept, stale fingerprints dropped)."""
+    from lib.rule_ensemble_a2c import tune
+
+    path = tmp_path / "tuning_quick.csv"
+    monkeypatch.setattr(tune, "tuning_path", lambda mode: path)
+    calls = []
+
+    def fake(cfg, kind, jobs, desc=""):
+        for env, m, lr, s in jobs:
+            calls.append((m, lr, s))
+            yield dict(env=env, method=m, lr=lr, seed=s, final=lr * s / 7.0, auc=-s / 3.0, steps=40000,
+                       key=tune.tuning_key(cfg, env))
+
+    monkeypatch.setattr(tune, "iter_jobs", fake)
+    path.write_text("env,method,lr,seed,final,auc,steps,key\nTaxi-v4,A2C-MLP,0.001,9000,1,2,3,abc\n"
+                    "CartPole-v1,A2C-MLP,0.001,9000,5,5,5,stale\n")
+    tune.main(["--mode", "quick"])
+    full = path.read_text()
+    n = len(calls)
+    assert n == 32 and full.count("\n") == 34 and "Taxi-v4" in full and "stale" not in full
+    lines = full.splitlines()
+    path.write_text("\n".join(lines[:5] + lines[9:]) + "\n")  # drop four finished runs: only they run again
+    tune.main(["--mode", "quick"])
+    assert len(calls) == n + 4 and path.read_text() == full

@@ -1,7 +1,8 @@
 """NSAC (ICLR 2026, "Neural+Symbolic Approaches for Interpretable Actor-Critic RL"), reconstructed: A2C with a
 rule-ensemble actor grown by orthogonal gradient boosting and an MLP critic, on gymnasium.
 
-Modules: ``envs`` (vectorised gymnasium tasks as numpy features; greedy evaluation), ``rules`` (propositions,
+Modules: ``envs`` (vectorised gymnasium tasks as numpy features; greedy evaluation), ``fastenvs`` (numpy copies of
+gymnasium's Acrobot, MountainCar and toy-text tasks, identical step for step), ``rules`` (propositions,
 rules, the additive ensemble, the OGB / GB objectives and the beam search), ``a2c`` (the shared rollout, n-step /
 GAE advantages, the MLP, linear and rule actors, the critic), ``ppo`` (the PPO baseline), ``distill`` (decision
 trees distilled from the MLP policy by DAgger), ``experiments`` (tuning and one function per figure), ``plots``,
@@ -66,6 +67,7 @@ SIZES = {
         "ppo": False,
         "tree_depths": (3, 4),
         "eval_at_k": (1, 3, 5, 10, 20),
+        "workers": 1,
     },
     "full": {
         "envs": FULL_ENVS,
@@ -78,6 +80,7 @@ SIZES = {
         "ppo": True,
         "tree_depths": (3, 4),
         "eval_at_k": (1, 2, 3, 5, 7, 10, 15, 20),
+        "workers": 2,
     },
 }
 
@@ -85,12 +88,14 @@ SIZES = {
 def config(mode="quick", seed=0, out_dir=None, device="auto", envs=None, total_steps=None, n_seeds=None,
            n_envs=8, n_steps=5, gamma=0.99, gae_lambda=1.0, critic_lr=1e-2, ent_coef=0.0, k_max=20, c_max=3,
            beam=5, n_quantiles=10, rule_every=25, buffer_size=2048, warmup_steps=2000, min_support=0.01,
-           eps_scale=1e-3, n_refit=5, rule_optimizer="sgd", retune=False, verbose=True):
+           eps_scale=1e-3, n_refit=5, rule_optimizer="sgd", retune=False, workers=None, verbose=True):
     """Validate the notebook's parameters and build the run configuration (see the notebook's parameter cell).
 
     envs : gymnasium ids (None: CartPole-v1 in quick mode; seven tasks in full mode, LunarLander-v3 only when the
         optional ``box2d`` package is installed). total_steps : environment steps per run for every env (None: the
-        mode's budgets). Training runs on the CPU whatever ``device`` says; ``device`` is recorded.
+        mode's budgets). workers : processes that run the independent training runs side by side (None: 1 in
+        quick mode, 2 in full mode); the numbers do not depend on it. Training runs on the CPU whatever ``device``
+        says; ``device`` is recorded.
     """
     if envs is not None:
         if isinstance(envs, str) or not all(isinstance(e, str) for e in envs) or not len(envs):
@@ -123,7 +128,8 @@ def config(mode="quick", seed=0, out_dir=None, device="auto", envs=None, total_s
     check_int("n_refit", n_refit, lo=0, hi=1000)
     check_choice("rule_optimizer", rule_optimizer, ("sgd", "adam"))
     check_bool("retune", retune)
-    kw = dict(envs=envs, total_steps=total_steps, n_seeds=n_seeds)
+    check_int("workers", workers, lo=1, hi=64, allow_none=True)
+    kw = dict(envs=envs, total_steps=total_steps, n_seeds=n_seeds, workers=workers)
     if total_steps is not None:
         kw["total_steps_by_env"] = {}  # one budget for every environment
     return make_config(SLUG, mode=mode, seed=seed, out_dir=out_dir, device=device, sizes=SIZES, verbose=verbose,

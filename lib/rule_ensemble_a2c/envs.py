@@ -1,7 +1,9 @@
 """Vectorised gymnasium environments with discrete actions, as numpy batches of real-valued features.
 
-Every environment is a ``gymnasium`` vector env. CartPole uses gymnasium's own numpy-vectorised implementation
-(``vectorization_mode="vector_entry_point"``); the others run ``n_envs`` copies in a ``SyncVectorEnv``. Both use
+Every environment behaves as a ``gymnasium`` vector env. CartPole uses gymnasium's own numpy-vectorised
+implementation (``vectorization_mode="vector_entry_point"``); the others run ``n_envs`` copies as a
+``SyncVectorEnv`` would, by default on the numpy-vectorised copies of ``fastenvs`` (Acrobot, MountainCar, toy
+text; LunarLander as a loop over unwrapped environments), which return gymnasium's numbers bit for bit. All use
 gymnasium 1.x's default *next-step* autoreset: the step on which an episode ends returns its true last
 observation (so a time-limit truncation can bootstrap from it), and the *next* call to ``step`` resets that
 environment and returns the first observation of the new episode with reward 0 (its action is ignored). The
@@ -16,6 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
+from .fastenvs import FAST_ENVS, make_fast_vec
 
 CLASSIC = ("CartPole-v1", "Acrobot-v1", "MountainCar-v0", "LunarLander-v3")
 TOY_TEXT = ("CliffWalking-v1", "Taxi-v4", "FrozenLake-v1")
@@ -85,18 +89,26 @@ def _decode(name: str, s: np.ndarray) -> np.ndarray:
 class VecEnv:
     """``n_envs`` copies of one task: ``reset() -> X``, ``step(a) -> (X, r, terminated, truncated)``; numpy only.
 
+    ``backend="numpy"`` (default) runs Acrobot, MountainCar and the toy-text tasks on the vectorised copies of
+    ``fastenvs`` and LunarLander on its wrapper-free loop (identical to gymnasium's, step for step);
+    ``"gymnasium"`` runs gymnasium's ``SyncVectorEnv``. CartPole always runs gymnasium's ``CartPoleVectorEnv``.
+
     Seeding: the first ``reset`` seeds the batch with ``seed`` (gymnasium gives copy i the seed ``seed + i``);
     ``reseed()`` makes the next ``reset`` start from the same states again.
     """
 
-    def __init__(self, name: str, n_envs: int, seed: int = 0):
+    def __init__(self, name: str, n_envs: int, seed: int = 0, backend: str = "numpy"):
         import gymnasium as gym
 
         require_env(name)
+        if backend not in ("numpy", "gymnasium"):
+            raise ValueError(f"parameter 'backend' got {backend!r}; allowed: 'numpy', 'gymnasium'")
         self.name, self.n_envs, self.seed = name, int(n_envs), int(seed)
         self.spec = SPECS[name]
         if name == "CartPole-v1":
             self.env = gym.make_vec(name, num_envs=self.n_envs, vectorization_mode="vector_entry_point")
+        elif name in FAST_ENVS and backend == "numpy":
+            self.env = make_fast_vec(name, self.n_envs, self.spec.max_steps)
         else:
             kw = {"max_episode_steps": self.spec.max_steps} if name == "CliffWalking-v1" else {}
             self.env = gym.make_vec(name, num_envs=self.n_envs, vectorization_mode="sync", **kw)

@@ -94,16 +94,61 @@ def tuning_path(mode: str) -> Path:
     return data_dir(SLUG) / f"tuning_{mode}.csv"
 
 
+def _job(job):
+    """One independent run (it seeds its own generators from its arguments, so it does not matter which process
+    runs it): ``("tune", ...)`` returns a tuning row, ``("train", ...)`` the run and, for A2C-MLP, its trees."""
+    kind, cfg, (env, m, lr, s) = job
+    r = run_method(cfg, m, env, lr, s)
+    if kind == "tune":
+        return dict(env=env, method=m, lr=lr, seed=s, final=r.final_return, auc=float(r.curve["return"].mean()),
+                    steps=r.env_steps, key=tuning_key(cfg, env))
+    trees = []
+    if m == "A2C-MLP":
+        for depth in cfg.tree_depths:
+            with limit_threads(1):
+                tree = distill_tree(r.greedy, env, depth, seed=s + 17)
+            trees.append(dict(env=env, method=TREES.format(depth=depth), seed=s, n_rules=tree.n_leaves,
+                              final_return=evaluate_policy(tree.greedy, env, cfg.eval_episodes, s), tree=tree))
+    return r, trees
+
+
+def iter_jobs(cfg, kind: str, jobs: list, desc: str = ""):
+    """``_job(j)`` for each of ``jobs``, yielded in order, in ``cfg.workers`` worker processes when
+    ``cfg.workers > 1``.
+
+    Every run seeds NumPy, torch and its environments from its own seed, so the results are the same whatever the
+    number of workers (a unit test checks it). Workers are forked from a fresh server process that imported this
+    module once (``forkserver``), not from the kernel."""
+    items = [(kind, cfg, j) for j in jobs]
+    workers = min(int(getattr(cfg, "workers", 1) or 1), len(items))
+    if workers <= 1:
+        for x in progress(items, desc=desc):
+            yield _job(x)
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
+    if ctx.get_start_method() == "forkserver":
+        ctx.set_forkserver_preload([__name__])
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        yield from progress(pool.map(_job, items), total=len(items), desc=desc)
+
+
+def run_jobs(cfg, kind: str, jobs: list, desc: str = "") -> list:
+    """``[_job(j) for j in jobs]`` (see :func:`iter_jobs`)."""
+    return list(iter_jobs(cfg, kind, jobs, desc))
+
+
+def tuning_jobs(cfg, envs: Optional[tuple] = None) -> list:
+    """The grid's runs, in order: (env, method, learning rate, tuning seed)."""
+    return [(env, m, lr, s) for env in (envs or cfg.envs) for m in methods(cfg) for lr in LR_GRID[m]
+            for s in TUNING_SEEDS]
+
+
 def run_tuning(cfg, envs: Optional[tuple] = None) -> pd.DataFrame:
     """The grid: every method × learning rate × tuning seed at the claim budget (one row per run)."""
-    rows = []
-    jobs = [(env, m, lr, s) for env in (envs or cfg.envs) for m in methods(cfg) for lr in LR_GRID[m]
-            for s in TUNING_SEEDS]
-    for env, m, lr, s in progress(jobs, desc="tuning"):
-        r = run_method(cfg, m, env, lr, s)
-        rows.append(dict(env=env, method=m, lr=lr, seed=s, final=r.final_return, auc=float(r.curve["return"].mean()),
-                         steps=r.env_steps, key=tuning_key(cfg, env)))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(run_jobs(cfg, "tune", tuning_jobs(cfg, envs), desc="tuning"))
 
 
 def tuning_table(cfg, retune: bool = False) -> pd.DataFrame:
@@ -194,17 +239,11 @@ def comparison(cfg, lrs: pd.DataFrame) -> Comparison:
     """Every method on every environment and claim seed with its tuned learning rate; trees distilled from each
     seed's A2C-MLP (DAgger); the random policy's return on the same evaluation states."""
     out = Comparison(lrs=lrs)
-    jobs = [(env, m, s) for env in cfg.envs for s in train_seeds(cfg) for m in methods(cfg)]
-    for env, m, s in progress(jobs, desc="training"):
-        r = run_method(cfg, m, env, float(lrs.loc[(env, m), "lr"]), s)
+    jobs = [(env, m, float(lrs.loc[(env, m), "lr"]), s) for env in cfg.envs for s in train_seeds(cfg)
+            for m in methods(cfg)]
+    for r, trees in run_jobs(cfg, "train", jobs, desc="training"):
         out.runs.append(r)
-        if m == "A2C-MLP":
-            for depth in cfg.tree_depths:
-                with limit_threads(1):
-                    tree = distill_tree(r.greedy, env, depth, seed=s + 17)
-                out.trees.append(dict(env=env, method=TREES.format(depth=depth), seed=s, n_rules=tree.n_leaves,
-                                      final_return=evaluate_policy(tree.greedy, env, cfg.eval_episodes, s),
-                                      tree=tree))
+        out.trees.extend(trees)
     for env in cfg.envs:
         out.random[env] = float(np.mean([random_return(env, cfg.eval_episodes, s) for s in train_seeds(cfg)]))
     return out
@@ -256,7 +295,8 @@ def ogb_vs_gb(comp: Comparison) -> pd.DataFrame:
     for r in comp.runs:
         if r.k_curve is not None and len(r.k_curve):
             parts.append(r.k_curve.assign(method=r.algo, env=r.env, seed=r.seed))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=["K", "return", "method"])
+    return (pd.concat(parts, ignore_index=True) if parts
+            else pd.DataFrame(columns=["K", "steps", "return", "method", "env", "seed"]))
 
 
 def c4_margin(kc: pd.DataFrame, env: str, ks=(5, 10)) -> float:
