@@ -404,3 +404,16 @@ def test_update_provenance_merges_and_keeps_other_records(tmp_path):
     text = p.read_text()
     assert json.loads(text) == {"a.npz": {"sha256": "2"}, "b.npz": {"sha256": "3"}}
     assert text.endswith("}\n") and text.index('"a.npz"') < text.index('"b.npz"')
+
+
+def test_map_jobs_in_worker_processes_equals_in_process():
+    """The shared job pool returns fn(item) in item order, with one worker (in process) and with two processes."""
+    import operator
+
+    from lib.common.parallel import map_jobs
+
+    items = [3, -1, 7, 0, 2]
+    serial = list(map_jobs(operator.neg, items, 1))
+    assert serial == [-3, 1, -7, 0, -2]
+    assert list(map_jobs(operator.neg, items, 2, preload=["operator"])) == serial
+    assert list(map_jobs(operator.neg, [], 2)) == []

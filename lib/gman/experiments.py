@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from lib.common import limit_threads, progress
+from lib.common import limit_threads
+from lib.common.parallel import map_jobs
 
 from .baselines import GIN, GRUDLite, fit_nn_baseline, fit_summary_baselines, gin_batch, grid_batch
 from .data import CASCADE_EMB, make_biomarker_sets, make_cascades, summary_features, train_val_test, load_physionet2012
@@ -90,17 +91,7 @@ def run_jobs(cfg, jobs: list, desc: str = "") -> list:
     depend on ``workers`` (a unit test checks it). The workers are forked from a fresh server process that imported
     this module once (``forkserver``: no fork of a kernel that holds threads and sockets)."""
     items = [(kind, cfg, args) for kind, args in jobs]
-    workers = min(int(cfg.workers), len(items))
-    if workers <= 1:
-        return [_job(x) for x in progress(items, desc=desc)]
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        return list(progress(pool.map(_job, items), total=len(items), desc=desc))
+    return list(map_jobs(_job, items, cfg.workers, preload=[__name__], desc=desc))
 
 
 def run_seed(cfg, rep: int, names=None, interaction: bool = True) -> tuple[list, dict]:

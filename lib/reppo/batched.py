@@ -32,10 +32,10 @@ from torch.nn import functional as F
 
 from .envs import BatchedPendulum, env_spec, make_env
 from .hlgauss import hl_gauss_targets
-from .networks import LOG_STD_MAX, LOG_STD_MIN, RunningNorm, TanhGaussianActor, gaussian_log_prob, tanh_log_det
+from .networks import LOG_STD_MAX, Adam, LOG_STD_MIN, RunningNorm, TanhGaussianActor, gaussian_log_prob, tanh_log_det
 from .ppo import PpoAgent, PpoHP, gae, train_ppo
 from .reppo import Reppo, ReppoHP, _threads, soft_td_lambda, train_reppo
-from .rollout import Clock, EpisodeTracker, RunResult, tensor_bytes
+from .rollout import Clock, EpisodeTracker, RunResult, collect, tensor_bytes
 
 MAX_STACK = 8
 ALIGN = 32  # elementwise kernels run 2 SIMD vectors at a time (up to 32 floats) and the remainder one by one
@@ -126,40 +126,20 @@ def forward(ops: list, p: dict, x: torch.Tensor, detach: bool = False) -> torch.
     return x
 
 
-class StackedAdam:
-    """``networks.Adam`` for stacked parameters: the gradient norm and its clipping per seed, the moment updates
-    on the stacked tensors (the same elementwise operations with the same scalars)."""
+class StackedAdam(Adam):
+    """``networks.Adam`` for stacked parameters: the gradient norm and its clipping per seed (seed s's slices of the
+    stacked gradients), the moment updates on the stacked tensors (the same elementwise operations and scalars)."""
 
-    def __init__(self, params: list, lr: float, max_grad_norm: Optional[float], betas=(0.9, 0.999), eps=1e-8):
-        self.params, self.lr, self.max_grad_norm = params, lr, max_grad_norm
-        (self.b1, self.b2), self.eps = betas, eps
-        self.m = [torch.zeros_like(p) for p in params]
-        self.v = [torch.zeros_like(p) for p in params]
-        self.t = 0
+    def __init__(self, params: list, lr: float, max_grad_norm: Optional[float]):
+        super().__init__(params, lr=lr, max_grad_norm=max_grad_norm)
 
-    def zero_grad(self) -> None:
-        for p in self.params:
-            p.grad = None
-
-    @torch.no_grad()
-    def step(self) -> None:
-        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+    def _clip(self, grads: list) -> tuple[list, Optional[float]]:
         for s in range(grads[0].shape[0]):
             gs = [g[s] for g in grads]
-            norm = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(gs))))
-            if self.max_grad_norm is not None and norm > self.max_grad_norm:
-                torch._foreach_mul_(gs, self.max_grad_norm / (norm + 1e-6))
-        self.t += 1
-        c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
-        torch._foreach_mul_(self.m, self.b1)
-        torch._foreach_add_(self.m, grads, alpha=1 - self.b1)
-        torch._foreach_mul_(self.v, self.b2)
-        torch._foreach_addcmul_(self.v, grads, grads, value=1 - self.b2)
-        denom = torch._foreach_div(self.v, c2)
-        torch._foreach_sqrt_(denom)
-        torch._foreach_add_(denom, self.eps)
-        torch._foreach_addcdiv_(self.params, self.m, denom, value=-self.lr / c1)
-
+            factor, _ = self._clip_factor(gs)
+            if factor is not None:
+                torch._foreach_mul_(gs, factor)  # in place on seed s's slices
+        return grads, None
 
 class StackedNorm:
     """``RunningNorm`` for S runs at once: statistics [S, 1, dim], updated from x [S, B, dim] seed by seed."""
@@ -221,17 +201,8 @@ class StackedPendulum:
         return o.reshape(self.s, self.n, 3)
 
     def step(self, actions: torch.Tensor):
-        e = self.proto  # the same arithmetic as BatchedPendulum.step, on all S x N pendulums
         u = actions.reshape(self.s * self.n, -1)[:, 0].float()
-        u = u.clamp(-e.max_torque, e.max_torque)
-        th, thdot = self.th, self.thdot
-        ang = torch.remainder(th + math.pi, 2 * math.pi) - math.pi
-        costs = ang ** 2 + 0.1 * thdot ** 2 + (0.001 * u ** 2).double()
-        torque = (3.0 / (e.m * e.l ** 2) * u).double()
-        newthdot = thdot + (3 * e.g / (2 * e.l) * torch.sin(th) + torque) * e.dt
-        newthdot = newthdot.clamp(-e.max_speed, e.max_speed)
-        self.th = th + newthdot * e.dt
-        self.thdot = newthdot
+        self.th, self.thdot, costs = self.proto.dynamics(self.th, self.thdot, u)  # on all S x N pendulums
         self.steps += 1
         reward = (-costs).float().reshape(self.s, self.n)
         truncated = self.steps >= self.max_episode_steps
@@ -254,22 +225,13 @@ class StackedPendulum:
 
 
 def _collect(env, obs, norm, n_steps, act_fn, next_fn, trackers):
-    """``rollout.collect`` for S runs: tensors [S, n_steps, n_envs, ...]."""
-    steps: list = []
-    for _ in range(n_steps):
-        obs_n = norm(obs, update=True)
-        with torch.no_grad():
-            act, extra = act_fn(obs_n)
-        next_obs, rew, term, trunc, final = env.step(env.scale_action(act))
-        fin_n = norm(final)
-        with torch.no_grad():
-            nxt = next_fn(fin_n, rew, term, trunc)
-        done = term | trunc
+    """``rollout.collect`` for S runs (each run's episodes go to its own tracker): tensors [S, n_steps, n_envs, ...]."""
+    def track(rew, done):
         for s, tr in enumerate(trackers):
             tr(rew[s], done[s])
-        steps.append(dict(obs=obs_n, act=act, rew=rew, term=term.float(), trunc=trunc.float(), **extra, **nxt))
-        obs = next_obs
-    return {k: torch.stack([st[k] for st in steps], dim=1) for k in steps[0]}, obs
+
+    data, obs = collect(env, obs, norm, n_steps, act_fn, next_fn, track)
+    return {k: v.transpose(0, 1).contiguous() for k, v in data.items()}, obs
 
 
 @torch.no_grad()

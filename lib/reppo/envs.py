@@ -77,18 +77,21 @@ class BatchedPendulum:
         return torch.stack([torch.cos(self.th), torch.sin(self.th), self.thdot], dim=-1).float()
 
     # -- dynamics -----------------------------------------------------------------------------------------------
-    def step(self, actions: torch.Tensor):
-        # gymnasium receives float32 actions: the torque terms are computed in float32, the state in float64
-        u = torch.as_tensor(actions, device=self.device).reshape(self.n_envs, -1)[:, 0].float()
+    def dynamics(self, th: torch.Tensor, thdot: torch.Tensor, u: torch.Tensor):
+        """One Euler step of gymnasium's Pendulum for any number of pendulums: float32 torques ``u`` (clipped here),
+        float64 states; returns (new theta, new theta-dot, the step's costs)."""
         u = u.clamp(-self.max_torque, self.max_torque)
-        th, thdot = self.th, self.thdot
         ang = torch.remainder(th + math.pi, 2 * math.pi) - math.pi
         costs = ang ** 2 + 0.1 * thdot ** 2 + (0.001 * u ** 2).double()
         torque = (3.0 / (self.m * self.l ** 2) * u).double()
         newthdot = thdot + (3 * self.g / (2 * self.l) * torch.sin(th) + torque) * self.dt
         newthdot = newthdot.clamp(-self.max_speed, self.max_speed)
-        self.th = th + newthdot * self.dt
-        self.thdot = newthdot
+        return th + newthdot * self.dt, newthdot, costs
+
+    def step(self, actions: torch.Tensor):
+        # gymnasium receives float32 actions: the torque terms are computed in float32, the state in float64
+        u = torch.as_tensor(actions, device=self.device).reshape(self.n_envs, -1)[:, 0].float()
+        self.th, self.thdot, costs = self.dynamics(self.th, self.thdot, u)
         self.steps += 1
         reward = (-costs).float()
         terminated = torch.zeros(self.n_envs, dtype=torch.bool, device=self.device)

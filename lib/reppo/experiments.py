@@ -9,6 +9,7 @@ import pandas as pd
 import torch
 
 from lib.common import limit_threads, progress
+from lib.common.parallel import map_jobs, process_pool
 
 from .batched import train_ppo_seeds, train_reppo_seeds
 from .grad_variance import gradient_variance, variance_ratio
@@ -256,21 +257,7 @@ def run_parallel(fn, items: list, workers: int, desc: str = "") -> list:
     (a unit test checks it); the processes only use the machine's cores at once. They are forked from a fresh
     server process that imported this module once (``forkserver``: no fork of a kernel that holds threads and
     sockets, and one import of torch, about 2-3 CPU-seconds, instead of one per worker)."""
-    if workers <= 1 or len(items) <= 1:
-        return [fn(x) for x in progress(items, desc=desc)]
-    with _pool(min(workers, len(items))) as pool:
-        return list(progress(pool.map(fn, items), total=len(items), desc=desc))
-
-
-def _pool(workers: int):
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    methods = mp.get_all_start_methods()
-    ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload([__name__])
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    return list(map_jobs(fn, items, workers, preload=[__name__], desc=desc))
 
 
 # -- Figure 3: memory ----------------------------------------------------------------------------------------------
@@ -352,7 +339,7 @@ def start_ablations(cfg, curves: Optional[Curves] = None) -> None:
     _BACKGROUND.clear()
     if cfg.workers <= 1 or not calls:
         return
-    pool = _pool(1)
+    pool = process_pool(1, [__name__])
     _BACKGROUND["calls"], _BACKGROUND["futures"] = calls, [pool.submit(_train_one, c) for c in calls]
     pool.shutdown(wait=False)  # the submitted runs still complete; the worker exits after the last one
 

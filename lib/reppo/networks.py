@@ -222,13 +222,23 @@ class Adam:
         for p in self.params:
             p.grad = None
 
+    def _clip_factor(self, grads: list) -> tuple[Optional[float], float]:
+        """(the factor that clips the global norm of ``grads`` at ``max_grad_norm``, or None; the norm)."""
+        norm = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
+        if self.max_grad_norm is not None and norm > self.max_grad_norm:
+            return self.max_grad_norm / (norm + 1e-6), norm
+        return None, norm
+
+    def _clip(self, grads: list) -> tuple[list, Optional[float]]:
+        """Clip the global gradient norm at ``max_grad_norm``; returns (gradients, norm before clipping)."""
+        factor, norm = self._clip_factor(grads)
+        return (grads if factor is None else torch._foreach_mul(grads, factor)), norm
+
     @torch.no_grad()
     def step(self) -> float:
         """One update; returns the gradient norm before clipping."""
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
-        norm = float(torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads))))
-        if self.max_grad_norm is not None and norm > self.max_grad_norm:
-            grads = torch._foreach_mul(grads, self.max_grad_norm / (norm + 1e-6))
+        grads, norm = self._clip(grads)
         self.t += 1
         c1, c2 = 1 - self.b1 ** self.t, 1 - self.b2 ** self.t
         torch._foreach_mul_(self.m, self.b1)

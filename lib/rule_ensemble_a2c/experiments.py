@@ -18,7 +18,8 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from lib.common import data_dir, limit_threads, progress
+from lib.common import data_dir, limit_threads
+from lib.common.parallel import map_jobs
 
 from .a2c import A2CHP, RuleActor, RunResult, train_a2c
 from .distill import distill_tree
@@ -120,19 +121,7 @@ def iter_jobs(cfg, kind: str, jobs: list, desc: str = ""):
     number of workers (a unit test checks it). Workers are forked from a fresh server process that imported this
     module once (``forkserver``), not from the kernel."""
     items = [(kind, cfg, j) for j in jobs]
-    workers = min(int(getattr(cfg, "workers", 1) or 1), len(items))
-    if workers <= 1:
-        for x in progress(items, desc=desc):
-            yield _job(x)
-        return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
-
-    ctx = mp.get_context("forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn")
-    if ctx.get_start_method() == "forkserver":
-        ctx.set_forkserver_preload([__name__])
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        yield from progress(pool.map(_job, items), total=len(items), desc=desc)
+    yield from map_jobs(_job, items, getattr(cfg, "workers", 1), preload=[__name__], desc=desc)
 
 
 def run_jobs(cfg, kind: str, jobs: list, desc: str = "") -> list:
