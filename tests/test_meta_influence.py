@@ -410,6 +410,7 @@ def test_sinusoid_task_if_runs_end_to_end_on_a_tiny_problem():
     from lib.meta_influence import experiments as E
 
     cfg = P.config(mode="quick", seed=0, verbose=False)
+    assert E.sinusoids(cfg) is None  # full mode only unless sizes are given
     out = E.sinusoids(cfg, n_tasks=5, n_test_tasks=3, n_loto=3, k_shot=5, hid=3)
     assert out["dim"] == 3 + 3 + 3 + 1 and len(out["df"]) == 3 and out["max_grad"] < 1e-8 and out["lam_grad"] < 1e-8
     assert out["df"].actual.abs().max() > 0  # removing a task moved phi

@@ -27,10 +27,12 @@ LOADERS = {
 SIZES = {
     "quick": {"n_tasks": 40, "n_test_tasks": 20, "n_loto": 40, "n_loo": 20, "n_random": 10,
               "clean_fracs": (0.1, 0.2), "cg_iters": 100, "neumann_terms": 1000, "cg_check": 50,
-              "neumann_check": 100, "b_tasks": 0, "b_test_tasks": 0, "b_loto": 0},
+              "neumann_check": 100, "b_tasks": 0, "b_test_tasks": 0, "b_loto": 0,
+              "sine_tasks": 0, "sine_test_tasks": 0, "sine_loto": 0},
     "full": {"n_tasks": 200, "n_test_tasks": 50, "n_loto": 50, "n_loo": 50, "n_random": 10,
              "clean_fracs": (0.05, 0.1, 0.2, 0.3), "cg_iters": 150, "neumann_terms": 3000, "cg_check": 50,
-             "neumann_check": 100, "b_tasks": 40, "b_test_tasks": 20, "b_loto": 20},
+             "neumann_check": 100, "b_tasks": 40, "b_test_tasks": 20, "b_loto": 20,
+             "sine_tasks": 50, "sine_test_tasks": 20, "sine_loto": 25},
 }
 
 

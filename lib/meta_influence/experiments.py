@@ -319,15 +319,22 @@ def setting_b(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, 
 
 
 @limit_threads(1)
-def sinusoids(cfg, n_tasks: int = 50, n_test_tasks: int = 20, n_loto: int = 25, k_shot: int = 10, hid: int = 40):
-    """Task-IF vs LOTO on the sinusoid regression benchmark (amplitude in [0.1, 5], phase in [0, pi], K = k_shot
-    support and 10 query points per task; inner model an MLP 1-hid(tanh)-1 with half squared error), with setting B's
-    machinery (:func:`_mlp_task_if_vs_loto`; streams "data_sine_*", "init_sine", "loto_sine"). NOT wired into the
-    notebook yet (no full-mode notebook run with it); callable from lib in any mode."""
+def sinusoids(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, n_loto: int | None = None,
+              k_shot: int = 10, hid: int = 40):
+    """Figure 1c (full mode only; returns None in quick mode unless n_tasks is given): task-IF vs LOTO on the sinusoid
+    regression benchmark (amplitude in [0.1, 5], phase in [0, pi], K = k_shot support and 10 query points per task;
+    inner model an MLP 1-hid(tanh)-1 with half squared error), with setting B's machinery
+    (:func:`_mlp_task_if_vs_loto`; streams "data_sine_*", "init_sine", "loto_sine"). Sizes (None): cfg.sine_tasks,
+    cfg.sine_test_tasks, cfg.sine_loto (50 / 20 / 25 in full mode)."""
+    if cfg.mode != "full" and n_tasks is None:
+        return None
     from . import mlp as M
 
-    tr = M.make_sine_tasks(cfg.rng("data_sine_train"), n_tasks, k_shot=k_shot, hid=hid)
-    te = M.make_sine_tasks(cfg.rng("data_sine_test"), n_test_tasks, k_shot=k_shot, hid=hid)
-    out = _mlp_task_if_vs_loto(cfg, tr.tasks, te.tasks, np.zeros(n_tasks, dtype=bool), min(n_loto, n_tasks), "sine")
+    T = n_tasks or cfg.sine_tasks
+    Tt = n_test_tasks or cfg.sine_test_tasks
+    nl = min(n_loto or cfg.sine_loto, T)
+    tr = M.make_sine_tasks(cfg.rng("data_sine_train"), T, k_shot=k_shot, hid=hid)
+    te = M.make_sine_tasks(cfg.rng("data_sine_test"), Tt, k_shot=k_shot, hid=hid)
+    out = _mlp_task_if_vs_loto(cfg, tr.tasks, te.tasks, np.zeros(T, dtype=bool), nl, "sine")
     out["amp"], out["phase"] = tr.amp, tr.phase
     return out

@@ -22,8 +22,9 @@ def fig_task_if(f1: dict):
         ax.set_xlabel("actual change of meta-test loss (LOTO)")
         ax.set_ylabel("predicted change")
         ax.set_title(f"{name}\nPearson {st[col]['pearson']:.3f}, Spearman {st[col]['spearman']:.3f}", fontsize=9)
-    axes[0].scatter([], [], c="tab:red", s=18, label="label-shuffled task")
-    axes[0].legend(fontsize=8)
+    if df.noisy.any():  # the sinusoid tasks have no label noise
+        axes[0].scatter([], [], c="tab:red", s=18, label="label-shuffled task")
+        axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig, axes
 
