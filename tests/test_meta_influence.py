@@ -414,3 +414,35 @@ def test_sinusoid_task_if_runs_end_to_end_on_a_tiny_problem():
     out = E.sinusoids(cfg, n_tasks=5, n_test_tasks=3, n_loto=3, k_shot=5, hid=3)
     assert out["dim"] == 3 + 3 + 3 + 1 and len(out["df"]) == 3 and out["max_grad"] < 1e-8 and out["lam_grad"] < 1e-8
     assert out["df"].actual.abs().max() > 0  # removing a task moved phi
+
+
+def test_mlp_experiments_run_torch_on_one_thread_even_when_torch_was_not_loaded():
+    """setting_b and sinusoids import torch lazily; limit_threads caps torch only if it is loaded when the block starts.
+    A notebook imports no torch before them, so check in a fresh interpreter that the MLP work sees one torch thread
+    (with torch's default, two threads on tiny tensors made a loaded 2-core machine several times slower)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import lib.meta_influence as P\n"
+        "from lib.meta_influence import experiments as E\n"
+        "assert 'torch' not in sys.modules\n"
+        "seen = []\n"
+        "def spy(*a, **k):\n"
+        "    import torch\n"
+        "    seen.append(torch.get_num_threads())\n"
+        "    return None\n"
+        "E._mlp_task_if_vs_loto = spy\n"
+        "cfg = P.config(mode='quick', seed=0, verbose=False)\n"
+        "try:\n"
+        "    E.setting_b(cfg, n_tasks=5, n_test_tasks=3, n_loto=2)\n"
+        "    E.sinusoids(cfg, n_tasks=5, n_test_tasks=3, n_loto=2, k_shot=5, hid=3)\n"
+        "except TypeError:\n"
+        "    pass\n"
+        "print(seen)\n"
+    )
+    env = {**__import__("os").environ, "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[1, 1]", out.stdout
