@@ -417,3 +417,25 @@ def test_map_jobs_in_worker_processes_equals_in_process():
     assert serial == [-3, 1, -7, 0, -2]
     assert list(map_jobs(operator.neg, items, 2, preload=["operator"])) == serial
     assert list(map_jobs(operator.neg, [], 2)) == []
+
+
+def test_limit_threads_caps_torch_first_imported_inside_the_block():
+    """A function that imports torch lazily under limit_threads runs torch on n threads, and torch gets its own
+    default back afterwards (checked in a fresh interpreter, where torch is not loaded yet)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from lib.common import limit_threads\n"
+        "assert 'torch' not in sys.modules\n"
+        "with limit_threads(1):\n"
+        "    import torch\n"
+        "    inside = torch.get_num_threads()\n"
+        "after = torch.get_num_threads()\n"
+        "print(inside, after, any(type(f).__name__ == '_CapTorchOnImport' for f in sys.meta_path))\n"
+    )
+    env = {**__import__("os").environ, "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1", "2", "False"], out.stdout

@@ -417,8 +417,8 @@ def test_sinusoid_task_if_runs_end_to_end_on_a_tiny_problem():
 
 
 def test_mlp_experiments_run_torch_on_one_thread_even_when_torch_was_not_loaded():
-    """setting_b and sinusoids import torch lazily; limit_threads caps torch only if it is loaded when the block starts.
-    A notebook imports no torch before them, so check in a fresh interpreter that the MLP work sees one torch thread
+    """setting_b and sinusoids import torch lazily, inside their limit_threads(1) blocks, and a notebook imports no torch
+    before them: check in a fresh interpreter that the MLP work sees one torch thread
     (with torch's default, two threads on tiny tensors made a loaded 2-core machine several times slower)."""
     import subprocess
     import sys

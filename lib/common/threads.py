@@ -10,11 +10,48 @@ function and restores them afterwards::
 
     @limit_threads(1)
     def train(...): ...
+
+torch is capped whether it is loaded before the block or first imported inside it (a function that imports torch
+lazily), and restored to its own default on the way out.
 """
 from __future__ import annotations
 
+import importlib.abc
 import sys
 from contextlib import ContextDecorator
+
+
+class _CapTorchOnImport(importlib.abc.MetaPathFinder):
+    """On sys.meta_path while a block runs without torch loaded: when torch is imported, caps its intra-op threads
+    right after the import and remembers torch's own default (``before``) for the restore."""
+
+    def __init__(self, n: int):
+        self.n, self.before = n, None
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch" or self.before is not None:
+            return None
+        for finder in sys.meta_path:
+            spec = None if finder is self or not hasattr(finder, "find_spec") else finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_and_cap(module):
+            try:
+                exec_module(module)
+            finally:
+                del loader.exec_module  # the instance attribute set below; the class's method is back
+            self.before = module.get_num_threads()
+            module.set_num_threads(self.n)
+
+        loader.exec_module = exec_and_cap
+        return spec
 
 
 class limit_threads(ContextDecorator):
@@ -36,11 +73,19 @@ class limit_threads(ContextDecorator):
         before = torch_mod.get_num_threads() if torch_mod is not None else None
         if torch_mod is not None and before != self.n:
             torch_mod.set_num_threads(self.n)
-        self._stack.append((limiter, torch_mod, before))
+        hook = None
+        if self.torch and torch_mod is None:  # torch may be imported inside the block: cap it then
+            hook = _CapTorchOnImport(self.n)
+            sys.meta_path.insert(0, hook)
+        self._stack.append((limiter, torch_mod, before, hook))
         return self
 
     def __exit__(self, *exc):
-        limiter, torch_mod, before = self._stack.pop()
+        limiter, torch_mod, before, hook = self._stack.pop()
+        if hook is not None:
+            if hook in sys.meta_path:
+                sys.meta_path.remove(hook)
+            torch_mod, before = sys.modules.get("torch"), hook.before
         if torch_mod is not None and before is not None and torch_mod.get_num_threads() != before:
             torch_mod.set_num_threads(before)
         if limiter is not None:

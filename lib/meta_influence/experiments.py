@@ -299,6 +299,7 @@ def _mlp_task_if_vs_loto(cfg, tr, te, noisy: np.ndarray, n_loto: int, stream: st
             "if_seconds": if_secs, "loto_seconds": loto_secs, "if_matvecs": tif.matvecs, "loto_matvecs": loto_mv}
 
 
+@limit_threads(1)
 def setting_b(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, n_loto: int | None = None):
     """Figure 1, panel B (full mode only; returns None in quick mode): task-IF (full, surrogate, first-order, TracIn)
     against LOTO retraining for the MLP 64-32-5 inner model (:mod:`.mlp`), on tasks drawn like setting A's (own
@@ -307,13 +308,8 @@ def setting_b(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, 
     warm-started inexact Newton-CG (:func:`.mlp.newton_outer`) to ||grad F|| < 1e-9."""
     if cfg.mode != "full" and n_tasks is None:
         return None
-    from . import mlp as M  # imports torch first, so that limit_threads caps torch's threads too (it caps a loaded torch)
+    from . import mlp as M
 
-    with limit_threads(1):
-        return _setting_b(cfg, M, n_tasks, n_test_tasks, n_loto)
-
-
-def _setting_b(cfg, M, n_tasks, n_test_tasks, n_loto):
     T = n_tasks or cfg.b_tasks
     Tt = n_test_tasks or cfg.b_test_tasks
     nl = min(n_loto or cfg.b_loto, T)
@@ -322,6 +318,7 @@ def _setting_b(cfg, M, n_tasks, n_test_tasks, n_loto):
     return _mlp_task_if_vs_loto(cfg, M.from_tasks(md.train), M.from_tasks(md.test), md.noisy_tasks, nl, "b")
 
 
+@limit_threads(1)
 def sinusoids(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, n_loto: int | None = None,
               k_shot: int = 10, hid: int = 40):
     """Figure 1c (full mode only; returns None in quick mode unless n_tasks is given): task-IF vs LOTO on the sinusoid
@@ -331,13 +328,8 @@ def sinusoids(cfg, n_tasks: int | None = None, n_test_tasks: int | None = None, 
     cfg.sine_test_tasks, cfg.sine_loto (50 / 20 / 25 in full mode)."""
     if cfg.mode != "full" and n_tasks is None:
         return None
-    from . import mlp as M  # imports torch first (see setting_b)
+    from . import mlp as M
 
-    with limit_threads(1):
-        return _sinusoids(cfg, M, n_tasks, n_test_tasks, n_loto, k_shot, hid)
-
-
-def _sinusoids(cfg, M, n_tasks, n_test_tasks, n_loto, k_shot, hid):
     T = n_tasks or cfg.sine_tasks
     Tt = n_test_tasks or cfg.sine_test_tasks
     nl = min(n_loto or cfg.sine_loto, T)
